@@ -1,0 +1,158 @@
+// Package providers defines the sandbox contract that every sandbox provider implements:
+// a Provider creates or attaches Sandboxes, and a Sandbox runs commands and moves files.
+//
+// The contract is deliberately small so that a local process runner, a container engine and
+// a remote HTTP service (create → wait until ready → exec over HTTP → upload a tar → delete)
+// all fit it without change. Optional abilities are separate interfaces that callers probe
+// for at run time (Lister). Everything the agent's file tools need is built on top of Exec,
+// Upload and Download, so a new provider is only this contract.
+package providers
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Sentinel errors. Callers branch on them with errors.Is.
+var (
+	// ErrNotSupported is returned by an optional operation the provider cannot perform,
+	// such as Attach on a provider without sandbox ids.
+	ErrNotSupported = errors.New("not supported by this provider")
+	// ErrClosed is returned by any operation on a Sandbox after Close.
+	ErrClosed = errors.New("sandbox is closed")
+	// ErrNotFound is returned by Attach or Delete when no sandbox has the id.
+	ErrNotFound = errors.New("sandbox not found")
+)
+
+// Label keys every created sandbox carries (as labels, tags, metadata or name, whatever the
+// provider supports), so that `talkops sandbox gc` can find what a killed run left behind.
+const (
+	LabelRunID     = "talkops.run-id"
+	LabelExpiresAt = "talkops.expires-at" // RFC 3339, UTC
+	LabelCreatedBy = "talkops.created-by" // always "talkops"
+)
+
+// Provider creates and attaches sandboxes of one kind.
+type Provider interface {
+	// Name is the provider's id as the user types it: "local", "docker", "daytona", ...
+	Name() string
+	// Create provisions a new sandbox and returns once it is ready to Exec. The sandbox is
+	// owned by the caller: Close deletes it. If Create fails after something was allocated
+	// remotely, Create deletes it before returning the error.
+	Create(ctx context.Context, spec Spec) (Sandbox, error)
+	// Attach connects to an existing sandbox by id. Close on an attached sandbox releases
+	// local resources only and never deletes the sandbox. Providers without ids return
+	// ErrNotSupported; an unknown id is ErrNotFound.
+	Attach(ctx context.Context, id string) (Sandbox, error)
+}
+
+// Spec describes the sandbox the runner wants. Provider-specific settings (image, limits,
+// endpoints) are given to the provider's constructor, not here.
+type Spec struct {
+	// RunID identifies the talkops run; it goes into the sandbox's labels and name.
+	RunID string
+	// Labels are set on the sandbox where the provider supports labels. They always
+	// include LabelRunID, LabelExpiresAt and LabelCreatedBy.
+	Labels map[string]string
+	// TTL is the server-side lifetime backstop, for providers that support one.
+	TTL time.Duration
+	// Snapshot is the snapshot, blueprint or image to create from; "" is the provider's
+	// default. Providers that cannot create from a snapshot return ErrNotSupported.
+	Snapshot string
+	// WorkDir overrides the provider's documented working directory when non-empty.
+	WorkDir string
+	// ProjectDir is the project root on the host. Only host-backed providers (local)
+	// run in it; the others receive the project through Upload.
+	ProjectDir string
+	// Env is set in every command's environment. The host's environment is never
+	// forwarded; only what the user named ends up here.
+	Env map[string]string
+}
+
+// Sandbox is one running sandbox. All methods are safe for concurrent use.
+type Sandbox interface {
+	// ID is the provider's id for the sandbox ("" is never valid).
+	ID() string
+	// WorkDir is the absolute working directory inside the sandbox; relative paths in
+	// Cmd.Dir, Upload and Download are resolved against it.
+	WorkDir() string
+	// Exec runs a command and waits for it. A command that runs and exits non-zero, or
+	// hits Cmd.Timeout, is a result, not an error: err is reserved for infrastructure
+	// failures. When ctx is cancelled Exec kills the command and returns ctx.Err()
+	// (wrapped) promptly.
+	Exec(ctx context.Context, cmd Cmd) (ExecResult, error)
+	// Upload extracts a gzip-compressed tar stream into dir (created if missing).
+	Upload(ctx context.Context, dir string, tgz io.Reader) error
+	// Download opens one regular file for reading. A missing file is an error wrapping
+	// fs.ErrNotExist.
+	Download(ctx context.Context, path string) (io.ReadCloser, error)
+	// Close kills running commands and deletes the sandbox if this process created it.
+	// It is idempotent: the second call returns nil. It must work on a context that is
+	// not cancelled even when the run's context was.
+	Close(ctx context.Context) error
+}
+
+// Cmd is one command to run in a sandbox.
+type Cmd struct {
+	// Argv is the program and its arguments; Argv[0] is looked up on the sandbox's PATH.
+	// Use Shell for a shell string.
+	Argv []string
+	// Dir is the working directory: relative to the sandbox WorkDir, or absolute.
+	Dir string
+	// Env is added to the sandbox's base environment for this command only.
+	Env map[string]string
+	// Stdin is fed to the command; nil means empty stdin.
+	Stdin io.Reader
+	// Timeout bounds the command; 0 means only ctx bounds it. On timeout the whole
+	// process tree is killed and ExecResult.TimedOut is true with ExitCode 124.
+	Timeout time.Duration
+	// Stdout and Stderr, when set, receive output as it is produced, in addition to
+	// the captured copies in ExecResult.
+	Stdout, Stderr io.Writer
+	// OutputLimit caps each captured stream in ExecResult (head and tail are kept, the
+	// middle is dropped and Truncated set). 0 means DefaultOutputLimit.
+	OutputLimit int
+}
+
+// DefaultOutputLimit is the per-stream capture cap when Cmd.OutputLimit is 0.
+const DefaultOutputLimit = 1 << 20
+
+// Shell returns a Cmd that runs script with /bin/sh -c.
+func Shell(script string) Cmd {
+	return Cmd{Argv: []string{"/bin/sh", "-c", script}}
+}
+
+// ExecResult is the outcome of a command that ran.
+type ExecResult struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	// TimedOut is set when Cmd.Timeout killed the command (ExitCode is then 124).
+	TimedOut bool
+	// Truncated is set when either stream exceeded Cmd.OutputLimit.
+	Truncated bool
+	Duration  time.Duration
+}
+
+// Lister is implemented by providers that can find the sandboxes talkops created, for
+// `talkops sandbox ls` and `talkops sandbox gc`.
+type Lister interface {
+	// List returns the sandboxes that carry LabelCreatedBy (filtered server-side where the
+	// API allows, client-side otherwise).
+	List(ctx context.Context) ([]Info, error)
+	// Delete removes a sandbox by id. Deleting one that is already gone is not an error.
+	Delete(ctx context.Context, id string) error
+}
+
+// Info describes a sandbox found by a Lister.
+type Info struct {
+	Provider  string            `json:"provider"`
+	ID        string            `json:"id"`
+	RunID     string            `json:"run_id,omitempty"`
+	CreatedAt time.Time         `json:"created_at,omitzero"`
+	ExpiresAt time.Time         `json:"expires_at,omitzero"`
+	State     string            `json:"state,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}

@@ -1,0 +1,330 @@
+// Package result defines result.json, the single record of a run: what was configured,
+// what each stage did, the rubric's verdict and the findings. The runner writes it before
+// anything is published and again after teardown; every reporter reads only this.
+package result
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Schema identifies the format version. Readers reject other values.
+const Schema = "talkops.result/v1"
+
+// Verdict words in result.json.
+const (
+	VerdictPass  = "pass"
+	VerdictFail  = "fail"
+	VerdictError = "error"
+)
+
+// Item and stage statuses.
+const (
+	StatusPass    = "pass"
+	StatusFail    = "fail"
+	StatusError   = "error"
+	StatusSkipped = "skipped"
+	StatusOK      = "ok"
+	StatusFailed  = "failed"
+)
+
+// Result is the content of result.json.
+type Result struct {
+	Schema string `json:"schema"`
+	Run    Run    `json:"run"`
+	// Verdict is pass, fail or error. A run that has not finished yet says error with
+	// Reason "run in progress", so a reader never mistakes an unfinished run for a pass.
+	Verdict string `json:"verdict"`
+	// Partial is set when a budget (turns, time, cost) ran out before the agent finished.
+	Partial bool `json:"partial,omitempty"`
+	// Interrupted names the signal that stopped the run, if any ("SIGINT", "SIGTERM").
+	Interrupted string   `json:"interrupted,omitempty"`
+	Score       *float64 `json:"score"`
+	Reason      string   `json:"reason,omitempty"`
+	ExitCode    int      `json:"exit_code"`
+
+	Config   []ConfigValue `json:"config,omitempty"`
+	Sandbox  *Sandbox      `json:"sandbox,omitempty"`
+	Stages   []Stage       `json:"stages"`
+	Sync     *Sync         `json:"sync,omitempty"`
+	Setup    *Setup        `json:"setup,omitempty"`
+	Agent    *Agent        `json:"agent,omitempty"`
+	Rubric   *Rubric       `json:"rubric,omitempty"`
+	Findings []Finding     `json:"findings,omitempty"`
+	Errors   []Error       `json:"errors,omitempty"`
+	Teardown *Teardown     `json:"teardown,omitempty"`
+}
+
+// Run identifies the run.
+type Run struct {
+	ID         string    `json:"id"`
+	Version    string    `json:"version"`
+	Commit     string    `json:"commit,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	DurationMS int64     `json:"duration_ms"`
+	ProjectDir string    `json:"project_dir,omitempty"`
+	ReportDir  string    `json:"report_dir,omitempty"`
+	Prompt     string    `json:"prompt,omitempty"`
+	CI         *CI       `json:"ci,omitempty"`
+}
+
+// CI describes the CI context the run was started in, when one was detected.
+type CI struct {
+	Provider string `json:"provider"` // github, gitlab, jenkins, local
+	Repo     string `json:"repo,omitempty"`
+	Event    string `json:"event,omitempty"`
+	PR       int    `json:"pr,omitempty"`
+	HeadSHA  string `json:"head_sha,omitempty"`
+	Fork     bool   `json:"fork,omitempty"`
+}
+
+// ConfigValue is one resolved setting and where it came from.
+type ConfigValue struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// Sandbox records which sandbox the run used.
+type Sandbox struct {
+	Provider string `json:"provider"`
+	ID       string `json:"id,omitempty"`
+	WorkDir  string `json:"work_dir,omitempty"`
+	Attached bool   `json:"attached,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// Stage records one pipeline stage.
+type Stage struct {
+	Name       string    `json:"name"`
+	Status     string    `json:"status"` // ok, failed, skipped, interrupted, running
+	StartedAt  time.Time `json:"started_at"`
+	DurationMS int64     `json:"duration_ms"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// Sync records the workspace upload.
+type Sync struct {
+	Files        int      `json:"files"`
+	Dirs         int      `json:"dirs"`
+	Bytes        int64    `json:"bytes"`      // file content before compression
+	BytesSent    int64    `json:"bytes_sent"` // compressed tar bytes
+	DurationMS   int64    `json:"duration_ms"`
+	Ignored      int      `json:"ignored"`             // by .gitignore or the skip list
+	TooLarge     []string `json:"too_large,omitempty"` // over the size limit
+	Secrets      []string `json:"secrets,omitempty"`   // withheld for security reasons
+	Symlinks     []string `json:"symlinks_outside,omitempty"`
+	Disabled     bool     `json:"disabled,omitempty"`
+	DisabledWhy  string   `json:"disabled_why,omitempty"`
+	RemoteTarget string   `json:"remote_target,omitempty"`
+}
+
+// Setup records the setup script.
+type Setup struct {
+	Script     string `json:"script"`
+	ExitCode   int    `json:"exit_code"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	OutputTail string `json:"output_tail,omitempty"`
+}
+
+// Agent records the agent's part of the run.
+type Agent struct {
+	Model       string   `json:"model,omitempty"`
+	Turns       int      `json:"turns"`
+	FinalAnswer string   `json:"final_answer,omitempty"`
+	StopReason  string   `json:"stop_reason,omitempty"` // done, max_turns, timeout, max_cost, stalled, error
+	Usage       Usage    `json:"usage"`
+	Denials     []Denial `json:"denials,omitempty"`
+	ToolCalls   int      `json:"tool_calls"`
+	Transcript  string   `json:"transcript,omitempty"` // path of transcript.jsonl
+}
+
+// Usage counts tokens and money.
+type Usage struct {
+	InputTokens       int64   `json:"input_tokens"`
+	OutputTokens      int64   `json:"output_tokens"`
+	CachedInputTokens int64   `json:"cached_input_tokens"`
+	CostUSD           float64 `json:"cost_usd"`
+}
+
+// Denial is a tool call the approval policy refused.
+type Denial struct {
+	Tool   string `json:"tool"`
+	Input  string `json:"input"`
+	Reason string `json:"reason"`
+	Turn   int    `json:"turn"`
+}
+
+// Rubric records the rubric and every iteration of its evaluation.
+type Rubric struct {
+	Name          string      `json:"name"`
+	Source        string      `json:"source"` // path, "@file" or "inline"
+	SHA256        string      `json:"sha256"`
+	Text          string      `json:"text,omitempty"` // the resolved rubric
+	PassThreshold float64     `json:"pass_threshold"`
+	Status        string      `json:"status"` // satisfied, needs_revision, failed, error
+	Iterations    []Iteration `json:"iterations"`
+	Counts        Counts      `json:"counts"`
+	// Items is the final iteration's items (a copy, for readers that want only those).
+	Items []Item `json:"items"`
+}
+
+// Iteration is one evaluation of the rubric.
+type Iteration struct {
+	N      int     `json:"n"`
+	Items  []Item  `json:"items"`
+	Score  float64 `json:"score"`
+	Status string  `json:"status"`
+}
+
+// Counts tallies item statuses.
+type Counts struct {
+	Pass    int `json:"pass"`
+	Fail    int `json:"fail"`
+	Error   int `json:"error"`
+	Skipped int `json:"skipped"`
+}
+
+// Item is one rubric entry's outcome: a deterministic check, a judged criterion, or an
+// integrity rule.
+type Item struct {
+	ID         string   `json:"id"`
+	Kind       string   `json:"kind"` // check, judge, integrity
+	Title      string   `json:"title,omitempty"`
+	Required   bool     `json:"required"`
+	Weight     float64  `json:"weight"`
+	Status     string   `json:"status"` // pass, fail, error, skipped
+	Score      *float64 `json:"score"`
+	Reason     string   `json:"reason,omitempty"`
+	DurationMS int64    `json:"duration_ms"`
+	Unstable   bool     `json:"unstable,omitempty"`
+	Check      *Check   `json:"check,omitempty"`
+	Judge      *Judge   `json:"judge,omitempty"`
+}
+
+// Check records a deterministic check's command.
+type Check struct {
+	Argv       []string `json:"argv"`
+	ExitCode   *int     `json:"exit_code"`
+	ExpectExit int      `json:"expect_exit"`
+	TimedOut   bool     `json:"timed_out,omitempty"`
+	StdoutTail string   `json:"stdout_tail,omitempty"`
+	StderrTail string   `json:"stderr_tail,omitempty"`
+}
+
+// Judge records a judged criterion's votes and the evidence it saw.
+type Judge struct {
+	Model    string     `json:"model"`
+	Votes    []Vote     `json:"votes"`
+	Evidence []Evidence `json:"evidence,omitempty"`
+}
+
+// Vote is one judge call's answer for one criterion.
+type Vote struct {
+	Verdict      string   `json:"verdict"` // pass, fail, insufficient_evidence, error
+	Confidence   string   `json:"confidence,omitempty"`
+	Gap          string   `json:"gap,omitempty"`
+	EvidenceRefs []string `json:"evidence_refs,omitempty"`
+}
+
+// Evidence describes one numbered piece of evidence shown to the judge.
+type Evidence struct {
+	ID        string `json:"id"`
+	Source    string `json:"source"`
+	SHA256    string `json:"sha256"`
+	Bytes     int    `json:"bytes"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Finding is one diagnostic: from the agent's report_finding tool, from a check's parsed
+// output, or from the rubric. Lines are 1-based; EndLine is inclusive (0 = StartLine).
+type Finding struct {
+	Path        string `json:"path,omitempty"`
+	StartLine   int    `json:"start_line,omitempty"`
+	EndLine     int    `json:"end_line,omitempty"`
+	StartColumn int    `json:"start_column,omitempty"`
+	Severity    string `json:"severity"` // error, warning, notice
+	Rule        string `json:"rule,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Message     string `json:"message"`
+	Source      string `json:"source"` // agent, check:<id>, rubric
+	Fingerprint string `json:"fingerprint"`
+}
+
+// Finding severities.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+	SeverityNotice  = "notice"
+)
+
+// Error is an infrastructure error recorded against a stage.
+type Error struct {
+	Stage   string `json:"stage"`
+	Message string `json:"message"`
+}
+
+// Teardown records how the sandbox was released.
+type Teardown struct {
+	Status     string `json:"status"` // deleted, kept (attached), failed, none
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Write stores r as dir/result.json atomically (temp file + rename), so a reader never sees
+// a half-written file even if the process is killed mid-write.
+func Write(dir string, r *Result) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create report dir: %w", err)
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode result: %w", err)
+	}
+	path := filepath.Join(dir, "result.json")
+	tmp, err := os.CreateTemp(dir, ".result-*.json")
+	if err != nil {
+		return "", fmt.Errorf("write result: %w", err)
+	}
+	_, werr := tmp.Write(append(data, '\n'))
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("write result %s: %w", path, firstErr(werr, cerr))
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("write result %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// Read loads and checks a result.json.
+func Read(path string) (*Result, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read result: %w", err)
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("read result %s: %w", path, err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("read result %s: schema %q, want %q", path, r.Schema, Schema)
+	}
+	return &r, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
