@@ -254,6 +254,13 @@ type Finding struct {
 	Message     string `json:"message"`
 	Source      string `json:"source"` // agent, check:<id>, rubric
 	Fingerprint string `json:"fingerprint"`
+	// EndColumn is 1-based and inclusive; only meaningful when the range is one line.
+	EndColumn int `json:"end_column,omitempty"`
+	// Snippet is the normalised source text the finding points at, when known. It feeds the
+	// fingerprint (instead of the line number) so a finding keeps its identity when lines shift.
+	Snippet string `json:"snippet,omitempty"`
+	// InDiff is set when the range touches lines the change under review added or modified.
+	InDiff bool `json:"in_diff,omitempty"`
 }
 
 // Finding severities.
@@ -277,7 +284,8 @@ type Teardown struct {
 }
 
 // Write stores r as dir/result.json atomically (temp file + rename), so a reader never sees
-// a half-written file even if the process is killed mid-write.
+// a half-written file even if the process is killed mid-write. A result that does not
+// follow the schema is not written; the error wraps ErrInvalid and names the fields.
 func Write(dir string, r *Result) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create report dir: %w", err)
@@ -285,6 +293,9 @@ func Write(dir string, r *Result) (string, error) {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return "", fmt.Errorf("encode result: %w", err)
+	}
+	if err := Validate(data); err != nil {
+		return "", fmt.Errorf("write result: %w", err)
 	}
 	path := filepath.Join(dir, "result.json")
 	tmp, err := os.CreateTemp(dir, ".result-*.json")
@@ -304,20 +315,20 @@ func Write(dir string, r *Result) (string, error) {
 	return path, nil
 }
 
-// Read loads and checks a result.json.
+// Read loads a result.json and validates it against the embedded schema (see Validate).
 func Read(path string) (*Result, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxSize {
+		return nil, fmt.Errorf("read result %s: %w: %d bytes, the limit is %d", path, ErrInvalid, fi.Size(), MaxSize)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read result: %w", err)
 	}
-	var r Result
-	if err := json.Unmarshal(data, &r); err != nil {
+	r, err := Decode(data)
+	if err != nil {
 		return nil, fmt.Errorf("read result %s: %w", path, err)
 	}
-	if r.Schema != Schema {
-		return nil, fmt.Errorf("read result %s: schema %q, want %q", path, r.Schema, Schema)
-	}
-	return &r, nil
+	return r, nil
 }
 
 func firstErr(errs ...error) error {
