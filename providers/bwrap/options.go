@@ -1,0 +1,184 @@
+package bwrap
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/docker/go-units"
+)
+
+// Defaults applied when an Options field is left at its zero value.
+const (
+	DefaultWorkingDir = "/workspace"
+	DefaultMemory     = "2g"
+	DefaultPids       = 1024
+	// HomeDir is the sandbox user's home directory. It is private to the sandbox and
+	// persists between commands, like /tmp and the working directory.
+	HomeDir = "/home/sandbox"
+)
+
+// Limit mechanisms, the values of Options.Limits and Limits.Mechanism.
+const (
+	LimitsAuto     = "auto"      // cgroup when writable, else rlimit
+	LimitsCgroupV1 = "cgroup-v1" // reported only: cgroup v1 memory + pids controllers
+	LimitsCgroupV2 = "cgroup-v2" // reported only: cgroup v2 memory + pids controllers
+	LimitsCgroup   = "cgroup"    // require a cgroup (v1 or v2); Create fails without one
+	LimitsRlimit   = "rlimit"    // setrlimit only: RLIMIT_AS, RLIMIT_NPROC, RLIMIT_CPU
+	LimitsNone     = "none"      // no limits at all
+)
+
+// Options configure the bwrap provider. The toml names are the keys of
+// [sandboxes.providers.bwrap]; the zero value is a working default.
+type Options struct {
+	// Network shares the host's network namespace with the sandbox. Off by default: the
+	// sandbox then has only a loopback interface of its own.
+	Network bool `toml:"network"`
+	// Memory caps the sandbox's memory: "512m", "2GiB" or a number of bytes. "" means
+	// DefaultMemory, "0" means no limit. With cgroups it bounds resident memory (an
+	// overrun is an OOM kill, exit 137); with rlimits it bounds each process's address
+	// space (RLIMIT_AS) and is applied only when set explicitly, because runtimes such as
+	// V8 and the JVM reserve far more address space than they use.
+	Memory string `toml:"memory"`
+	// Pids caps the number of processes and threads: 0 means DefaultPids, negative
+	// means no limit. With rlimits it is RLIMIT_NPROC, which the kernel does not enforce
+	// when talkops runs as root.
+	Pids int `toml:"pids"`
+	// CPUSeconds caps the CPU time of each command (RLIMIT_CPU; SIGXCPU, exit 152):
+	// 0 means no limit. Wall-clock time is bounded by the command timeout instead.
+	CPUSeconds int `toml:"cpu_seconds"`
+	// Rootfs, when set, is a directory used read-only as the sandbox's root file system
+	// (for example a debootstrap or busybox tree) instead of the host's /usr.
+	Rootfs string `toml:"rootfs"`
+	// WorkingDir is where the workspace is mounted inside the sandbox; "" means
+	// DefaultWorkingDir. Spec.WorkDir overrides it per run.
+	WorkingDir string `toml:"working_dir"`
+	// ReadOnlyBinds are extra host paths made visible read-only at the same path inside
+	// the sandbox, for tools installed outside /usr (e.g. "/opt/hostedtoolcache").
+	ReadOnlyBinds []string `toml:"ro_binds"`
+	// Limits picks how limits are enforced: LimitsAuto (""), LimitsCgroup, LimitsRlimit
+	// or LimitsNone.
+	Limits string `toml:"limits"`
+
+	// Bwrap is the bwrap binary; "" looks "bwrap" up on PATH.
+	Bwrap string `toml:"-"`
+	// StateDir holds one directory per sandbox (its workspace, /tmp and home); ""
+	// means $TMPDIR/talkops-bwrap. Sandboxes left behind by a killed run are found
+	// here by List.
+	StateDir string `toml:"-"`
+}
+
+// resolved is Options after defaults and parsing.
+type resolved struct {
+	network    bool
+	memory     int64 // bytes, 0 = none
+	memorySet  bool  // memory was given explicitly
+	pids       int   // 0 = none
+	cpuSeconds int   // 0 = none
+	rootfs     string
+	workDir    string
+	roBinds    []string
+	limits     string
+	bwrap      string
+	stateDir   string
+}
+
+// Validate reports the first invalid option, naming the key and what would be valid.
+// Create calls it too; config loading can call it to fail before anything is provisioned.
+func (o Options) Validate() error {
+	_, err := o.resolve()
+	return err
+}
+
+func (o Options) resolve() (resolved, error) {
+	r := resolved{
+		network:    o.Network,
+		pids:       o.Pids,
+		cpuSeconds: o.CPUSeconds,
+		rootfs:     o.Rootfs,
+		workDir:    o.WorkingDir,
+		limits:     o.Limits,
+		bwrap:      o.Bwrap,
+		stateDir:   o.StateDir,
+	}
+	mem := strings.TrimSpace(o.Memory)
+	r.memorySet = mem != ""
+	if mem == "" {
+		mem = DefaultMemory
+	}
+	n, err := parseSize(mem)
+	if err != nil {
+		return r, fmt.Errorf("bwrap option memory = %q: %w", o.Memory, err)
+	}
+	r.memory = n
+	if r.memory == 0 {
+		r.memorySet = false
+	}
+	switch {
+	case r.pids == 0:
+		r.pids = DefaultPids
+	case r.pids < 0:
+		r.pids = 0
+	}
+	if r.cpuSeconds < 0 {
+		return r, fmt.Errorf("bwrap option cpu_seconds = %d: want 0 (no limit) or a positive number of seconds", o.CPUSeconds)
+	}
+	if r.rootfs != "" {
+		if !filepath.IsAbs(r.rootfs) {
+			return r, fmt.Errorf("bwrap option rootfs = %q: want an absolute host path", o.Rootfs)
+		}
+		r.rootfs = filepath.Clean(r.rootfs)
+	}
+	if r.workDir == "" {
+		r.workDir = DefaultWorkingDir
+	}
+	if err := checkSandboxDir(r.workDir); err != nil {
+		return r, fmt.Errorf("bwrap option working_dir = %q: %w", o.WorkingDir, err)
+	}
+	for _, b := range o.ReadOnlyBinds {
+		if !filepath.IsAbs(b) {
+			return r, fmt.Errorf("bwrap option ro_binds entry %q: want an absolute host path", b)
+		}
+		r.roBinds = append(r.roBinds, filepath.Clean(b))
+	}
+	switch r.limits {
+	case "":
+		r.limits = LimitsAuto
+	case LimitsAuto, LimitsCgroup, LimitsRlimit, LimitsNone:
+	default:
+		return r, fmt.Errorf("bwrap option limits = %q: want one of %q, %q, %q, %q",
+			o.Limits, LimitsAuto, LimitsCgroup, LimitsRlimit, LimitsNone)
+	}
+	return r, nil
+}
+
+// checkSandboxDir validates a working directory inside the sandbox: absolute, clean and
+// not one of the directories the profile mounts itself.
+func checkSandboxDir(dir string) error {
+	if !path.IsAbs(dir) {
+		return fmt.Errorf("want an absolute path inside the sandbox such as %s", DefaultWorkingDir)
+	}
+	clean := path.Clean(dir)
+	for _, reserved := range []string{"/", "/usr", "/proc", "/dev", "/tmp", "/etc", "/home", HomeDir, "/bin", "/sbin", "/lib", "/lib64"} {
+		if clean == reserved {
+			return fmt.Errorf("%s is reserved by the sandbox profile; use a directory such as %s", clean, DefaultWorkingDir)
+		}
+	}
+	for _, reserved := range []string{"/usr/", "/proc/", "/dev/", "/etc/", "/tmp/", HomeDir + "/"} {
+		if strings.HasPrefix(clean+"/", reserved) {
+			return fmt.Errorf("%s is inside %s, which the sandbox profile mounts; use a directory such as %s", clean, strings.TrimSuffix(reserved, "/"), DefaultWorkingDir)
+		}
+	}
+	return nil
+}
+
+// parseSize parses "512m", "2GiB", "1g" or a plain number of bytes (binary units, the
+// same syntax as docker's --memory).
+func parseSize(s string) (int64, error) {
+	n, err := units.RAMInBytes(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a size such as \"512m\", \"2GiB\" or a number of bytes, 0 for no limit")
+	}
+	return n, nil
+}
