@@ -1,0 +1,98 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sync/atomic"
+
+	"github.com/talkops/talkops/providers"
+)
+
+var (
+	// errUploadFailed marks the pipe error Pack sees after Upload failed.
+	errUploadFailed = errors.New("upload failed")
+	// errUploadReturned ends Pack when Upload returns nil before the archive is complete.
+	errUploadReturned = errors.New("upload returned before reading the whole archive")
+)
+
+// maxTailDrain bounds what Sync reads on Upload's behalf after Upload returned nil.
+const maxTailDrain = 1 << 20
+
+// Sync packs root and uploads it through sb.Upload into dir (relative to the sandbox
+// WorkDir; "" means WorkDir), streaming through an io.Pipe so that packing and uploading
+// overlap and memory stays flat. It returns the packing Stats with Target set.
+//
+// If either side fails the other is stopped: a packing error reaches Upload as a read
+// error and Upload's ctx is cancelled; an upload error makes the next archive write fail.
+// An Upload that returns nil before the archive is complete is an error too, except that
+// the archive's end and the compressor's final flush may be left unread (an extractor may
+// stop at the tar end-of-archive blocks): Sync drains that tail itself. Sync always waits
+// for Upload to return, so no goroutine outlives it. When ctx is cancelled the error wraps
+// ctx.Err().
+func Sync(ctx context.Context, sb providers.Sandbox, root, dir string, opts Options) (Stats, error) {
+	target := sb.WorkDir()
+	if path.IsAbs(dir) {
+		target = path.Clean(dir)
+	} else if dir != "" {
+		target = path.Join(target, dir)
+	}
+
+	upCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	uw := &uploadWriter{pw: pw}
+	upErr := make(chan error, 1)
+	go func() {
+		err := sb.Upload(upCtx, dir, pr)
+		if err != nil {
+			pr.CloseWithError(fmt.Errorf("%w: %w", errUploadFailed, err))
+		} else {
+			uw.uploadDone.Store(true)
+			io.CopyN(io.Discard, pr, maxTailDrain)
+			pr.CloseWithError(errUploadReturned)
+		}
+		upErr <- err
+	}()
+
+	stats, packErr := pack(ctx, root, opts, uw, func() { uw.closing.Store(true) })
+	stats.Target = target
+	if packErr != nil {
+		pw.CloseWithError(packErr)
+		cancel()
+	} else {
+		pw.Close()
+	}
+	uploadErr := <-upErr
+
+	switch {
+	case packErr == nil && uploadErr == nil:
+		return stats, nil
+	case uploadErr != nil && (packErr == nil || errors.Is(packErr, errUploadFailed)):
+		// Upload failed first; Pack only saw the closed pipe.
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(uploadErr, ctxErr) {
+			uploadErr = fmt.Errorf("%w (%w)", ctxErr, uploadErr)
+		}
+		return stats, fmt.Errorf("sync workspace to %s: upload: %w", target, uploadErr)
+	default:
+		return stats, fmt.Errorf("sync workspace to %s: %w", target, packErr)
+	}
+}
+
+// uploadWriter is the archive's way into the pipe. Once Upload has returned nil, only the
+// archive's closing tail may still be written (and is drained by Sync); any other write
+// means Upload stopped early.
+type uploadWriter struct {
+	pw         *io.PipeWriter
+	uploadDone atomic.Bool
+	closing    atomic.Bool
+}
+
+func (u *uploadWriter) Write(b []byte) (int, error) {
+	if u.uploadDone.Load() && !u.closing.Load() {
+		return 0, errUploadReturned
+	}
+	return u.pw.Write(b)
+}

@@ -1,0 +1,586 @@
+// Package workspace copies a project into a sandbox as one streamed, gzip-compressed tar,
+// honouring .gitignore, a skip list and size limit, and withholding secrets.
+//
+// Pack walks the project and writes the archive as it goes, so memory stays flat whatever
+// the size of the tree: only one directory's entries per level of depth, the .gitignore
+// patterns on the current path and a fixed copy buffer are held. Sync connects Pack to
+// Sandbox.Upload through a pipe, so packing and uploading overlap.
+//
+// What is left out, in the order it is decided:
+//   - directories named in SkipDirs, at any depth, and files with an extension in SkipExts;
+//   - secrets: .env and .env.* (not .env.example, .env.sample, .env.template), private keys
+//     and key stores (id_rsa*, id_ed25519*, id_ecdsa*, id_dsa* except *.pub, *.pem, *.key,
+//     *.p12, *.pfx, *.jks, *.keystore) and credential files (.aws/credentials, .aws/config,
+//     credentials.json, *service-account*.json, application_default_credentials.json,
+//     .netrc, .npmrc, .pypirc, .git-credentials, .docker/config.json, .kube/config);
+//   - Options.Exclude patterns, then the .gitignore files of every directory and
+//     .git/info/exclude, with git's precedence (deeper and later patterns win, "!" negates,
+//     nothing inside an excluded directory can be re-included);
+//   - regular files larger than Options.MaxFileSize;
+//   - symbolic links that are absolute or resolve outside the root (links that stay inside
+//     are stored as links; no link is ever followed);
+//   - sockets, pipes and devices.
+//
+// An Options.Include pattern that matches a path overrides the skip list, the secret rules,
+// Exclude and .gitignore for it (never the size limit or the symlink rule).
+package workspace
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/talkops/talkops/result"
+)
+
+// Options tune what Pack and Sync send.
+type Options struct {
+	// Include and Exclude are extra gitignore-style patterns relative to the project root
+	// (from [sandboxes.sync] in config). A path matched by Include is sent even when the
+	// skip list, the secret rules, Exclude or .gitignore would leave it out; a pattern with
+	// a slash ("dist/app.js", "deploy/**") also opens the skipped directories on its way.
+	// Exclude patterns rank above every .gitignore.
+	Include, Exclude []string
+	// MaxFileSize is the largest regular file sent, in bytes; 0 means DefaultMaxFileSize.
+	MaxFileSize int64
+	// Progress, when set, is called from the packing goroutine at most every ~100ms while
+	// packing and once at the end. It must not block for long or modify the slices.
+	Progress func(Stats)
+}
+
+// Stats describes what Pack sent and what it left out. Paths are slash-separated and
+// relative to the project root.
+type Stats struct {
+	Files int // regular files and symlinks sent
+	Dirs  int // directories sent
+	// Ignored counts entries left out by the skip list, Exclude, .gitignore, or because
+	// they are sockets, pipes or devices; a directory left out counts once.
+	Ignored int
+	// Bytes is the content of the files sent, before compression; BytesSent is the
+	// compressed archive written.
+	Bytes, BytesSent int64
+	// TooLarge are files over the size limit, Secrets are files withheld for security
+	// reasons, SymlinksOutside are links that point out of the tree. Each list holds at
+	// most MaxListed paths; Unlisted counts the ones beyond that.
+	TooLarge, Secrets, SymlinksOutside []string
+	Unlisted                           int
+	Duration                           time.Duration
+	// Target is the directory inside the sandbox the archive was extracted into (Sync only).
+	Target string
+}
+
+// MaxListed bounds each path list in Stats, so a tree full of key fixtures cannot bloat
+// result.json.
+const MaxListed = 1000
+
+// Result converts s to the record kept in result.json.
+func (s Stats) Result() *result.Sync {
+	return &result.Sync{
+		Files:        s.Files,
+		Dirs:         s.Dirs,
+		Bytes:        s.Bytes,
+		BytesSent:    s.BytesSent,
+		DurationMS:   s.Duration.Milliseconds(),
+		Ignored:      s.Ignored,
+		TooLarge:     s.TooLarge,
+		Secrets:      s.Secrets,
+		Symlinks:     s.SymlinksOutside,
+		RemoteTarget: s.Target,
+	}
+}
+
+// progressEvery is the minimum interval between two Options.Progress calls.
+const progressEvery = 100 * time.Millisecond
+
+// Pack writes the project at root to w as a gzip-compressed tar (PAX where USTAR cannot
+// hold a name), as it walks. Entries are in lexical order per directory; names are
+// relative, slash-separated, directories end in "/". Modes keep the permission bits and
+// mtimes are rounded to the second; owners are not recorded. It returns what it sent and
+// left out; on error the Stats describe the part written so far. A cancelled ctx stops
+// the walk promptly with an error wrapping ctx.Err().
+func Pack(ctx context.Context, root string, opts Options, w io.Writer) (Stats, error) {
+	return pack(ctx, root, opts, w, nil)
+}
+
+// pack is Pack with a hook called once all entries are written, before the archive's
+// end and the compressor's final flush; Sync uses it to tell that tail from the body.
+func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClose func()) (Stats, error) {
+	start := time.Now()
+	p, err := newPacker(root, opts)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer p.root.Close()
+
+	cw := &countingWriter{w: w}
+	gz, err := newCompressor(cw)
+	if err != nil {
+		return Stats{}, fmt.Errorf("pack %s: %w", root, err)
+	}
+	p.tw = tar.NewWriter(gz)
+	p.start, p.lastProgress = start, start
+	p.sent = &cw.n
+
+	err = p.walkRoot(ctx)
+	if err == nil {
+		// Push out what the compressor holds, so the tail after beforeClose is only the
+		// archive's end and the gzip trailer (a few dozen bytes). Pack does the same, so
+		// both write identical bytes.
+		if err = p.tw.Flush(); err == nil {
+			err = gz.Flush()
+		}
+		if err == nil && beforeClose != nil {
+			beforeClose()
+		}
+	}
+	if err == nil {
+		err = p.tw.Close()
+		if err == nil {
+			err = gz.Close()
+		}
+	}
+	p.stats.BytesSent = cw.n
+	p.stats.Duration = time.Since(start)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w (%w)", ctxErr, err)
+		}
+		return p.stats, fmt.Errorf("pack %s: %w", root, err)
+	}
+	if opts.Progress != nil {
+		opts.Progress(p.stats)
+	}
+	return p.stats, nil
+}
+
+// newCompressor is the gzip writer Pack uses. Level 1 (BestSpeed): see BENCHMARKS.md.
+var newCompressor = func(w io.Writer) (compressor, error) {
+	return gzip.NewWriterLevel(w, gzip.BestSpeed)
+}
+
+// compressor is what Pack needs of a gzip writer.
+type compressor interface {
+	io.WriteCloser
+	Flush() error
+}
+
+type packer struct {
+	root     *os.Root
+	rootAbs  string // absolute path of the root as given
+	rootReal string // the root with symlinks resolved
+	opts     Options
+	maxSize  int64
+
+	include, exclude patterns
+	anchored         []includePrefix
+	ignore           patterns // .git/info/exclude, then each .gitignore on the current path
+
+	tw           *tar.Writer
+	buf          []byte
+	stats        Stats
+	sent         *int64
+	start        time.Time
+	lastProgress time.Time
+}
+
+func newPacker(root string, opts Options) (*packer, error) {
+	if opts.MaxFileSize < 0 {
+		return nil, fmt.Errorf("sync max file size %d: must be 0 (default %d) or positive", opts.MaxFileSize, DefaultMaxFileSize)
+	}
+	include, err := checkPatterns("include", opts.Include)
+	if err != nil {
+		return nil, err
+	}
+	exclude, err := checkPatterns("exclude", opts.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("pack: project root: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("pack: project root %s is not a directory", root)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("pack: project root: %w", err)
+	}
+	r, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("pack: project root: %w", err)
+	}
+	maxSize := opts.MaxFileSize
+	if maxSize == 0 {
+		maxSize = DefaultMaxFileSize
+	}
+	return &packer{
+		root:     r,
+		rootAbs:  abs,
+		rootReal: real,
+		opts:     opts,
+		maxSize:  maxSize,
+		include:  include,
+		exclude:  exclude,
+		anchored: anchoredIncludes(opts.Include),
+		buf:      make([]byte, 128<<10),
+	}, nil
+}
+
+func (p *packer) walkRoot(ctx context.Context) error {
+	// .git/info/exclude has the lowest priority; a .git that is a file (worktrees,
+	// submodules) has none here.
+	if fi, err := p.root.Lstat(".git"); err == nil && fi.IsDir() {
+		if err := p.loadIgnoreFile(".git/info/exclude", nil); err != nil {
+			return err
+		}
+	}
+	return p.walkDir(ctx, nil, false)
+}
+
+// loadIgnoreFile appends the patterns of the ignore file at rel, if it exists.
+func (p *packer) loadIgnoreFile(rel string, domain []string) error {
+	f, err := p.root.Open(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
+	defer f.Close()
+	ps, err := readIgnoreFile(f, domain)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
+	p.ignore = append(p.ignore, ps...)
+	return nil
+}
+
+// walkDir sends the entries of the directory dir (segments relative to the root). When
+// includeOnly is set the directory itself was left out and only paths matched by an
+// Include pattern are sent from it.
+func (p *packer) walkDir(ctx context.Context, dir []string, includeOnly bool) error {
+	rel := relPath(dir)
+	f, err := p.root.Open(rel)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", rel, err)
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("read directory %s: %w", rel, err)
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+
+	depth := len(p.ignore)
+	defer func() { p.ignore = p.ignore[:depth] }()
+	if !includeOnly {
+		for _, e := range entries {
+			if e.Name() == ".gitignore" && !e.IsDir() {
+				if err := p.loadIgnoreFile(path.Join(rel, ".gitignore"), dir); err != nil {
+					return err
+				}
+			}
+		}
+	}
+
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		segs := append(dir[:len(dir):len(dir)], e.Name())
+		if err := p.entry(ctx, segs, e, includeOnly); err != nil {
+			return err
+		}
+		p.progress()
+	}
+	return nil
+}
+
+// entry decides about and sends one directory entry.
+func (p *packer) entry(ctx context.Context, segs []string, e fs.DirEntry, includeOnly bool) error {
+	rel := relPath(segs)
+	typ := e.Type()
+	isDir := typ.IsDir()
+
+	included := len(p.include) > 0 && p.include.match(segs, isDir) == gitignore.Exclude
+	if !included {
+		if !includeOnly {
+			switch p.skip(rel, segs, e.Name(), isDir) {
+			case skipIgnored:
+				p.stats.Ignored++
+			case skipSecret:
+				p.listed(&p.stats.Secrets, rel)
+			default:
+				return p.send(ctx, rel, segs, e)
+			}
+		}
+		if isDir && p.mayIncludeBelow(segs) {
+			return p.walkDir(ctx, segs, true)
+		}
+		return nil
+	}
+	return p.send(ctx, rel, segs, e)
+}
+
+type skipReason int
+
+const (
+	keep skipReason = iota
+	skipIgnored
+	skipSecret
+)
+
+func (p *packer) skip(rel string, segs []string, name string, isDir bool) skipReason {
+	if isDir {
+		if isSkippedDir(name) {
+			return skipIgnored
+		}
+	} else {
+		if isSecret(rel) {
+			return skipSecret
+		}
+		if isSkippedFile(name) {
+			return skipIgnored
+		}
+	}
+	switch p.exclude.match(segs, isDir) {
+	case gitignore.Exclude:
+		return skipIgnored
+	case gitignore.Include:
+		return keep // "!pattern" in Exclude re-includes what .gitignore leaves out
+	}
+	if p.ignore.match(segs, isDir) == gitignore.Exclude {
+		return skipIgnored
+	}
+	return keep
+}
+
+func (p *packer) mayIncludeBelow(dir []string) bool {
+	for _, a := range p.anchored {
+		if a.mayMatchBelow(dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// send writes one entry that passed the filters.
+func (p *packer) send(ctx context.Context, rel string, segs []string, e fs.DirEntry) error {
+	typ := e.Type()
+	switch {
+	case typ.IsDir():
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed while we walked
+		}
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", rel, err)
+		}
+		if err := p.tw.WriteHeader(&tar.Header{
+			Typeflag: tar.TypeDir,
+			Name:     rel + "/",
+			Mode:     int64(info.Mode().Perm()),
+			ModTime:  info.ModTime().Truncate(time.Second),
+		}); err != nil {
+			return err
+		}
+		p.stats.Dirs++
+		return p.walkDir(ctx, segs, false)
+	case typ&fs.ModeSymlink != 0:
+		return p.symlink(rel, e)
+	case typ.IsRegular():
+		return p.file(ctx, rel, e)
+	default:
+		p.stats.Ignored++ // socket, pipe, device
+		return nil
+	}
+}
+
+func (p *packer) symlink(rel string, e fs.DirEntry) error {
+	info, err := e.Info()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", rel, err)
+	}
+	target, err := p.root.Readlink(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read link %s: %w", rel, err)
+	}
+	if !p.linkInside(rel, target) {
+		p.listed(&p.stats.SymlinksOutside, rel)
+		return nil
+	}
+	if err := p.tw.WriteHeader(&tar.Header{
+		Typeflag: tar.TypeSymlink,
+		Name:     rel,
+		Linkname: filepath.ToSlash(target),
+		Mode:     0o777,
+		ModTime:  info.ModTime().Truncate(time.Second),
+	}); err != nil {
+		return err
+	}
+	p.stats.Files++
+	return nil
+}
+
+// linkInside reports whether the symlink at rel with the given target stays inside the
+// root: the target is relative, does not climb out lexically, and, when it exists, its
+// fully resolved location (through any chain of links) is inside the root too. A dangling
+// link that stays inside lexically is kept: it exposes nothing.
+func (p *packer) linkInside(rel, target string) bool {
+	if target == "" || filepath.IsAbs(target) || strings.HasPrefix(target, "/") || strings.HasPrefix(target, `\`) {
+		return false
+	}
+	joined := path.Join(path.Dir(rel), filepath.ToSlash(target))
+	if joined == ".." || strings.HasPrefix(joined, "../") {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(p.rootAbs, filepath.FromSlash(rel)))
+	if err != nil {
+		return true
+	}
+	return real == p.rootReal || strings.HasPrefix(real, p.rootReal+string(filepath.Separator))
+}
+
+func (p *packer) file(ctx context.Context, rel string, e fs.DirEntry) error {
+	info, err := e.Info()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if info.Size() > p.maxSize {
+		p.listed(&p.stats.TooLarge, rel)
+		return nil
+	}
+	f, err := p.root.OpenFile(rel, os.O_RDONLY|openFlags, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w (list it under [sandboxes.sync] exclude to skip it)", rel, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() || !os.SameFile(info, fi) {
+		return fmt.Errorf("open %s: file was replaced while syncing", rel)
+	}
+	size := fi.Size()
+	if size > p.maxSize {
+		p.listed(&p.stats.TooLarge, rel)
+		return nil
+	}
+	if err := p.tw.WriteHeader(&tar.Header{
+		Typeflag: tar.TypeReg,
+		Name:     rel,
+		Size:     size,
+		Mode:     int64(fi.Mode().Perm()),
+		ModTime:  fi.ModTime().Truncate(time.Second),
+	}); err != nil {
+		return err
+	}
+	n, err := p.copyFile(ctx, f, size)
+	p.stats.Bytes += n
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
+	if n < size {
+		return fmt.Errorf("read %s: file shrank from %d to %d bytes while syncing", rel, size, n)
+	}
+	p.stats.Files++
+	return nil
+}
+
+// listed appends rel to one of the reported path lists, up to MaxListed.
+func (p *packer) listed(list *[]string, rel string) {
+	if len(*list) >= MaxListed {
+		p.stats.Unlisted++
+		return
+	}
+	*list = append(*list, rel)
+}
+
+func (p *packer) progress() {
+	if p.opts.Progress == nil {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.lastProgress) < progressEvery {
+		return
+	}
+	p.lastProgress = now
+	s := p.stats
+	s.BytesSent = *p.sent
+	s.Duration = now.Sub(p.start)
+	p.opts.Progress(s)
+}
+
+func relPath(segs []string) string {
+	if len(segs) == 0 {
+		return "."
+	}
+	return strings.Join(segs, "/")
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// copyFile copies at most size bytes of f into the archive through the fixed buffer,
+// checking ctx between chunks. It returns the bytes copied; fewer than size without an
+// error means the file ended early.
+func (p *packer) copyFile(ctx context.Context, f io.Reader, size int64) (int64, error) {
+	var n int64
+	for n < size {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		m, err := f.Read(p.buf[:min(int64(len(p.buf)), size-n)])
+		if m > 0 {
+			if _, werr := p.tw.Write(p.buf[:m]); werr != nil {
+				return n, werr
+			}
+			n += int64(m)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
