@@ -1,0 +1,39 @@
+# talkops — common tasks. `make test` is what CI runs (through .ci/run).
+GO        ?= go
+PKGS      ?= ./...
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X github.com/talkops/talkops/internal/version.version=$(VERSION) -X github.com/talkops/talkops/internal/version.commit=$(COMMIT)
+GOLANGCI  ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+
+.PHONY: build install test test-race lint fmt vet tidy bench pr
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/talkops ./cmd/talkops
+
+install:
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/talkops
+
+test:
+	$(GO) test -count=1 -shuffle=on $(PKGS)
+
+test-race:
+	$(GO) test -count=1 -race $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint: vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) run $(GOLANGCI) run $(PKGS)
+
+tidy:
+	$(GO) mod tidy
+
+bench:
+	$(GO) test -run=NONE -bench=. -benchmem $(PKGS)
+
+pr: tidy fmt lint test

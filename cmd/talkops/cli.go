@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/talkops/talkops/config"
+	"github.com/talkops/talkops/internal/version"
+)
+
+// cli is the kong grammar. Each command's Run calls into one package.
+type cli struct {
+	Run     runCmd     `cmd:"" default:"withargs" help:"Run the pipeline: provision, sync, setup, checks, verdict, teardown (the default command)."`
+	Config  configCmd  `cmd:"" help:"Print the resolved configuration, each value with its source."`
+	Version versionCmd `cmd:"" help:"Print the version and commit."`
+}
+
+// app carries the process's I/O so tests can drive run() without a subprocess.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	workDir        string
+}
+
+// exitError carries an exit code chosen by a command that already reported its outcome.
+type exitError struct {
+	code     int
+	err      error
+	reported bool // the message was already printed (as part of the run's output)
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return usageOr(err, 3)
+}
+
+func isReported(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.reported
+}
+
+// kongExit is thrown by kong's Exit hook (after --help) and caught in run.
+type kongExit struct{ code int }
+
+// run is the whole program behind main: parse args, run the command, return an error
+// whose exit code main uses.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
+	wd, werr := os.Getwd()
+	if werr != nil {
+		return fmt.Errorf("working directory: %w", werr)
+	}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, workDir: wd}
+	return a.main(ctx, args)
+}
+
+// main parses args and runs the command.
+func (a *app) main(ctx context.Context, args []string) (err error) {
+	stdout, stderr := a.stdout, a.stderr
+	var grammar cli
+	parser, err := kong.New(&grammar,
+		kong.Name("talkops"),
+		kong.Description("Run an AI DevOps agent headless in an ephemeral sandbox, score the outcome against a rubric, publish the verdict, and always tear the sandbox down."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(kongExit{code}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
+		kong.Vars(helpVars()),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Bind(a),
+	)
+	if err != nil {
+		return fmt.Errorf("build command line: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			ke, ok := p.(kongExit)
+			if !ok {
+				panic(p)
+			}
+			err = nil
+			if ke.code != 0 {
+				err = &exitError{code: 2, reported: true}
+			}
+		}
+	}()
+	kctx, err := parser.Parse(normalizeArgs(args))
+	if err != nil {
+		fmt.Fprintf(stderr, "talkops: %v\n", err)
+		fmt.Fprintln(stderr, "Run 'talkops --help' for usage.")
+		return &exitError{code: 2, err: err, reported: true}
+	}
+	grammar.Run.flagsSet = setFlags(kctx)
+	return kctx.Run()
+}
+
+// sandboxBare is what a bare --sandbox becomes: "use the configured default".
+const sandboxBare = "\x00default"
+
+// normalizeArgs gives --sandbox its optional value: `--sandbox` alone, or followed by a
+// flag or a word that is not a provider name, means the configured default; TalkOps's
+// flag swallowed the next word (a prompt) instead.
+func normalizeArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		if arg != "--sandbox" {
+			out = append(out, arg)
+			continue
+		}
+		if i+1 < len(args) && isProviderName(args[i+1]) {
+			out = append(out, "--sandbox="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, "--sandbox="+sandboxBare)
+	}
+	return out
+}
+
+func isProviderName(s string) bool {
+	_, ok := providerMakers[s]
+	return ok
+}
+
+// setFlags returns the flags the user gave, by name.
+func setFlags(kctx *kong.Context) map[string]*kong.Flag {
+	set := map[string]*kong.Flag{}
+	for _, f := range kctx.Flags() {
+		if f.Set {
+			set[f.Name] = f
+		}
+	}
+	return set
+}
+
+// helpVars renders each config key's default, environment variables and config key for
+// the flags' help, so the help text cannot drift from the configuration table.
+func helpVars() kong.Vars {
+	vars := kong.Vars{"providers": strings.Join(providerNames(), ", ")}
+	for _, k := range config.Keys() {
+		var parts []string
+		if k.Default != "" {
+			parts = append(parts, "default "+k.Default)
+		}
+		if len(k.Env) > 0 {
+			parts = append(parts, "env "+strings.Join(k.Env, ", "))
+		}
+		section, key := splitKey(k.Name)
+		parts = append(parts, fmt.Sprintf("config [%s] %s", section, key))
+		vars["cfg_"+strings.NewReplacer(".", "_").Replace(k.Name)] = "(" + strings.Join(parts, "; ") + ")"
+	}
+	return vars
+}
+
+func splitKey(name string) (section, key string) {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return "", name
+	}
+	return name[:i], name[i+1:]
+}
+
+func providerNames() []string {
+	names := make([]string, 0, len(providerMakers))
+	for n := range providerMakers {
+		if n == fakeProviderName {
+			continue
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+type versionCmd struct{}
+
+func (versionCmd) Run(a *app) error {
+	v := version.Get()
+	fmt.Fprintf(a.stdout, "talkops %s\ncommit %s\n", v.Version, v.Commit)
+	return nil
+}
+
+type configCmd struct{}
+
+func (configCmd) Run(a *app) error {
+	cfg, err := config.Load(config.Options{Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNames()})
+	if err != nil {
+		return err
+	}
+	return config.Print(a.stdout, cfg)
+}
+
+// usageOr maps configuration and usage errors to exit 2, anything else to code.
+func usageOr(err error, code int) int {
+	var cerr *config.Error
+	if errors.As(err, &cerr) || isUsage(err) {
+		return 2
+	}
+	return code
+}

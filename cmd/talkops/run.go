@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+
+	"github.com/talkops/talkops/config"
+	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/internal/version"
+	"github.com/talkops/talkops/output"
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/workspace"
+	"github.com/talkops/talkops/result"
+	"github.com/talkops/talkops/rubric"
+	"github.com/talkops/talkops/runner"
+)
+
+// runCmd is `talkops run`, the default command. Flags tagged config:"KEY" are a layer of
+// the configuration (flags > TALKOPS_* env > env > project file > user file > defaults).
+type runCmd struct {
+	Sandbox             string `placeholder:"TYPE" config:"sandboxes.default" help:"Sandbox provider: ${providers}. A bare --sandbox uses the configured default. ${cfg_sandboxes_default}"`
+	SandboxID           string `name:"sandbox-id" placeholder:"ID" config:"sandboxes.sandbox_id" help:"Attach to a running sandbox instead of creating one; it is never deleted. ${cfg_sandboxes_sandbox_id}"`
+	SandboxSnapshotName string `name:"sandbox-snapshot-name" placeholder:"NAME" config:"sandboxes.snapshot_name" help:"Snapshot, blueprint or image a new sandbox starts from. ${cfg_sandboxes_snapshot_name}"`
+	SandboxSetup        string `name:"sandbox-setup" placeholder:"PATH" config:"sandboxes.setup_script_path" help:"Script run with bash inside the sandbox after the workspace sync; a non-zero exit aborts the run (exit 3). ${cfg_sandboxes_setup_script_path}"`
+	NoSync              bool   `name:"no-sync" config:"sandboxes.sync_workspace" help:"Do not upload the project into the sandbox. ${cfg_sandboxes_sync_workspace}"`
+	Rubric              string `placeholder:"FILE.toml" help:"Rubric whose checks decide the verdict (a TOML file with [[check]] entries)."`
+	Quiet               bool   `short:"q" help:"Print only the verdict line on stdout; no progress on stderr."`
+	OutputFormat        string `name:"output-format" placeholder:"FORMAT" config:"run.output_format" help:"text, json (one object at the end) or stream-json (one event per line). ${cfg_run_output_format}"`
+	JSON                bool   `name:"json" help:"Alias for --output-format json."`
+	Timeout             string `placeholder:"DURATION" config:"run.timeout" help:"Budget for everything before teardown, e.g. 20m; running out exits 124. ${cfg_run_timeout}"`
+	ReportDir           string `name:"report-dir" placeholder:"DIR" config:"run.report_dir" help:"Where result.json and reports are written. ${cfg_run_report_dir}"`
+	LogLevel            string `name:"log-level" placeholder:"LEVEL" config:"run.log_level" help:"debug, info, warn or error. ${cfg_run_log_level}"`
+	Advisory            bool   `help:"Exit 0 instead of 3 (error) or 124 (budget): infrastructure trouble does not fail the job."`
+
+	flagsSet map[string]*kong.Flag
+}
+
+// configFlags turns the flags the user gave into the top configuration layer.
+func (c *runCmd) configFlags() (vals, names map[string]string, err error) {
+	vals, names = map[string]string{}, map[string]string{}
+	for name, f := range c.flagsSet {
+		key := f.Tag.Get("config")
+		if key == "" {
+			continue
+		}
+		names[key] = "--" + name
+		switch name {
+		case "no-sync":
+			vals[key] = "false"
+		case "sandbox":
+			if c.Sandbox == sandboxBare {
+				vals[key] = ""
+			} else {
+				vals[key] = c.Sandbox
+			}
+		default:
+			vals[key] = f.Value.Target.String()
+		}
+	}
+	if c.JSON {
+		if v, ok := vals["run.output_format"]; ok && v != output.FormatJSON {
+			return nil, nil, usagef("--json and --output-format %s contradict each other", v)
+		}
+		vals["run.output_format"] = output.FormatJSON
+		names["run.output_format"] = "--json"
+	}
+	return vals, names, nil
+}
+
+// Run resolves the configuration, validates everything that can be validated before a
+// sandbox exists, runs the pipeline and prints the outcome.
+func (c *runCmd) Run(ctx context.Context, a *app) error {
+	flags, names, err := c.configFlags()
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(config.Options{
+		Flags: flags, FlagNames: names, Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNames(),
+	})
+	if err != nil {
+		return err
+	}
+	runID := newRunID()
+	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
+	ctx = log.WithContext(ctx)
+
+	plan, err := c.plan(ctx, a, cfg, runID)
+	if err != nil {
+		return err
+	}
+	sinks := []events.Sink{}
+	format := cfg.Run.OutputFormat
+	if format == output.FormatStreamJSON {
+		sinks = append(sinks, output.JSONLines(a.stdout))
+	}
+	if !c.Quiet {
+		sinks = append(sinks, output.Progress(a.stderr, isTerminal(a.stderr)))
+	}
+	plan.Sink = events.Multi(sinks...)
+	plan.Force = forceFrom(ctx)
+
+	res := runner.Run(ctx, plan)
+
+	switch {
+	case c.Quiet:
+		fmt.Fprintln(a.stdout, quietLine(res))
+	case format == output.FormatJSON:
+		if err := output.JSON(a.stdout, res); err != nil {
+			return err
+		}
+	case format == output.FormatText:
+		output.Text(a.stdout, res)
+	}
+	if res.ExitCode != 0 {
+		return &exitError{code: res.ExitCode, err: errors.New(res.Reason), reported: true}
+	}
+	return nil
+}
+
+// quietLine is what -q prints: the agent's final answer when there is one, else the
+// verdict line.
+func quietLine(r *result.Result) string {
+	if r.Agent != nil && r.Agent.FinalAnswer != "" {
+		return r.Agent.FinalAnswer
+	}
+	return output.VerdictLine(r)
+}
+
+// plan validates the inputs and builds the runner's options. Everything here happens
+// before provisioning, so every failure is a usage error and nothing leaks.
+func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID string) (runner.Options, error) {
+	v := version.Get()
+	opts := runner.Options{
+		RunID:        runID,
+		Version:      v.Version,
+		Commit:       v.Commit,
+		ProjectDir:   cfg.ProjectDir,
+		ProviderName: cfg.Sandbox.Provider,
+		AttachID:     cfg.Sandbox.ID,
+		Timeout:      cfg.Run.Timeout,
+		Config:       cfg.Values(),
+		Advisory:     c.Advisory,
+		CI:           detectCI(a.getenv),
+	}
+	if c.Rubric == "" {
+		return opts, usagef("nothing to do: give a rubric with --rubric FILE.toml")
+	}
+	rb, err := rubric.Parse(c.Rubric, a.workDir)
+	if err != nil {
+		return opts, err
+	}
+	opts.Rubric = &checksRubric{r: rb, maxIter: 1}
+	opts.MaxIterations = 1
+
+	make, ok := providerMakers[cfg.Sandbox.Provider]
+	if !ok {
+		return opts, usagef("unknown sandbox provider %q (valid: %v)", cfg.Sandbox.Provider, providerNames())
+	}
+	prov, caps, err := make(cfg, a.getenv)
+	if err != nil {
+		return opts, err
+	}
+	opts.Provider = prov
+	snapshot := cfg.Sandbox.Snapshot
+	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.defaultSnapshot {
+		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
+	}
+	if snapshot != "" && !caps.snapshot {
+		return opts, usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
+			cfg.Sandbox.Provider, cfg.Source("sandboxes.snapshot_name"))
+	}
+	if opts.AttachID != "" && !caps.attach {
+		return opts, usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
+			cfg.Sandbox.Provider, cfg.Source("sandboxes.sandbox_id"))
+	}
+	ttl := cfg.Run.Timeout + 30*time.Minute
+	if cfg.Run.Timeout == 0 {
+		ttl = 24 * time.Hour
+	}
+	opts.Spec = providers.Spec{
+		RunID:      runID,
+		ProjectDir: cfg.ProjectDir,
+		Snapshot:   snapshot,
+		TTL:        ttl,
+		Labels: map[string]string{
+			providers.LabelRunID:     runID,
+			providers.LabelCreatedBy: "talkops",
+			providers.LabelExpiresAt: time.Now().Add(ttl).UTC().Format(time.RFC3339),
+		},
+	}
+	if cfg.Sandbox.SetupScript != "" {
+		s, err := runner.LoadSetupScript(cfg.Sandbox.SetupScript)
+		if err != nil {
+			return opts, err
+		}
+		opts.SetupScript = s
+	}
+	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
+		syncOpts := workspace.Options{
+			Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize,
+		}
+		root := cfg.ProjectDir
+		opts.Sync = func(ctx context.Context, sb providers.Sandbox, sink events.Sink) (*result.Sync, error) {
+			o := syncOpts
+			o.Progress = func(s workspace.Stats) {
+				sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: runner.StageSync,
+					Message: fmt.Sprintf("%d files, %s", s.Files, humanBytes(s.BytesSent)),
+					Data:    map[string]any{"files": s.Files, "bytes": s.Bytes, "bytes_sent": s.BytesSent}})
+			}
+			stats, err := workspace.Sync(ctx, sb, root, "", o)
+			return stats.Result(), err
+		}
+	}
+
+	reportDir := cfg.Run.ReportDir
+	if cfg.Source("run.report_dir") == "default" {
+		reportDir = filepath.Join(cfg.ProjectDir, ".talkops", "runs", runID)
+	}
+	if err := os.MkdirAll(reportDir, 0o755); err != nil {
+		return opts, usagef("--report-dir %s: %v", reportDir, err)
+	}
+	opts.ReportDir = reportDir
+	// LEDGER
+	return opts, nil
+}
+
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// newLogger writes zerolog to stderr: console lines on a terminal, JSON otherwise.
+func newLogger(w io.Writer, level string, quiet bool) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		lvl = zerolog.InfoLevel
+	}
+	if quiet && lvl < zerolog.ErrorLevel {
+		lvl = zerolog.ErrorLevel
+	}
+	if isTerminal(w) {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// detectCI records which CI system started the run, for reporters and result.json.
+func detectCI(getenv func(string) string) *result.CI {
+	switch {
+	case getenv("GITHUB_ACTIONS") == "true":
+		return &result.CI{Provider: "github", Repo: getenv("GITHUB_REPOSITORY"), Event: getenv("GITHUB_EVENT_NAME"), HeadSHA: getenv("GITHUB_SHA")}
+	case getenv("GITLAB_CI") == "true":
+		return &result.CI{Provider: "gitlab", Repo: getenv("CI_PROJECT_PATH"), Event: getenv("CI_PIPELINE_SOURCE"), HeadSHA: getenv("CI_COMMIT_SHA")}
+	case getenv("JENKINS_URL") != "":
+		return &result.CI{Provider: "jenkins", Repo: getenv("GIT_URL"), HeadSHA: getenv("GIT_COMMIT")}
+	}
+	return nil
+}

@@ -1,0 +1,680 @@
+// Package runner is the talkops pipeline: provision (or attach) → sync → setup → agent ⇄
+// rubric → result → teardown → publish, with teardown guaranteed on every path.
+//
+// The runner owns the interfaces it consumes (Agent, Rubric, Publisher) and the exit-code
+// table. It never decides how a sandbox, a model or a reporter works: cmd/talkops builds
+// those from the configuration and hands them in.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/result"
+)
+
+// Stage names, as they appear in result.json, events and logs.
+const (
+	StageProvision = "provision"
+	StageSync      = "sync"
+	StageSetup     = "setup"
+	StageAgent     = "agent"
+	StageRubric    = "rubric"
+	StageTeardown  = "teardown"
+	StagePublish   = "publish"
+)
+
+// Default teardown budgets. Interrupted runs must finish inside GitHub's cancel window
+// (SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after that).
+const (
+	DefaultTeardownTimeout          = 2 * time.Minute
+	DefaultInterruptTeardownTimeout = 7 * time.Second
+)
+
+// Agent runs the prompt inside the sandbox it was built for.
+type Agent interface {
+	// Run executes the prompt. A model or sandbox that stops working is an error; an agent
+	// that ran out of budget is an outcome with Partial set.
+	Run(ctx context.Context, prompt string) (AgentOutcome, error)
+	// Revise continues the same conversation with the rubric's revision message.
+	Revise(ctx context.Context, message string) (AgentOutcome, error)
+}
+
+// AgentOutcome is what the runner keeps of an agent run.
+type AgentOutcome struct {
+	Final      string
+	Partial    bool
+	StopReason string
+	Record     result.Agent
+	Findings   []result.Finding
+}
+
+// Rubric scores the outcome. Describe is called once before evaluation; Evaluate once per
+// iteration.
+type Rubric interface {
+	Describe() result.Rubric
+	Evaluate(ctx context.Context, sb providers.Sandbox, in EvalInput) (Evaluation, error)
+}
+
+// EvalInput is what one rubric iteration may look at.
+type EvalInput struct {
+	Iteration int
+	Prompt    string
+	Agent     *AgentOutcome // nil in a checks-only run
+	Sink      events.Sink
+}
+
+// Evaluation is one rubric iteration's outcome.
+type Evaluation struct {
+	Iteration result.Iteration
+	Findings  []result.Finding
+	// Revision is the message for the agent when Iteration.Status is needs_revision.
+	Revision string
+}
+
+// Rubric statuses (the TalkOps contract's words).
+const (
+	RubricSatisfied     = "satisfied"
+	RubricNeedsRevision = "needs_revision"
+	RubricFailed        = "failed"
+	RubricError         = "error"
+)
+
+// Publisher posts the result where people look. Begin runs when the run starts (a check
+// run in progress), Finish after result.json is final. Errors never change the verdict.
+type Publisher interface {
+	Name() string
+	Begin(ctx context.Context, r *result.Result) error
+	Finish(ctx context.Context, r *result.Result) error
+}
+
+// Syncer copies the project into the sandbox.
+type Syncer func(ctx context.Context, sb providers.Sandbox, sink events.Sink) (*result.Sync, error)
+
+// Ledger records created sandboxes before first use, so a reaper can find them after a
+// SIGKILL, and forgets them once deleted.
+type Ledger interface {
+	Record(sb providers.Sandbox, spec providers.Spec) error
+	Forget(sb providers.Sandbox) error
+}
+
+// Options is everything one run needs.
+type Options struct {
+	RunID        string
+	Version      string
+	Commit       string
+	ProjectDir   string
+	ReportDir    string
+	ProviderName string
+	Provider     providers.Provider
+	AttachID     string // non-empty: attach, never delete
+	Spec         providers.Spec
+	Sync         Syncer // nil: no sync
+	SetupScript  *SetupScript
+	Prompt       string
+	NewAgent     func(sb providers.Sandbox) (Agent, error) // nil: no agent (checks-only run)
+	Rubric       Rubric                                    // nil: no rubric
+	// MaxIterations bounds the revision loop (1 = no revision).
+	MaxIterations int
+	Publishers    []Publisher
+	Ledger        Ledger
+	// Timeout bounds everything before teardown; 0 means no limit. When it runs out the
+	// result is partial and the exit code 124.
+	Timeout                  time.Duration
+	TeardownTimeout          time.Duration
+	InterruptTeardownTimeout time.Duration
+	// Force is closed when the user insists (a second signal): teardown stops waiting
+	// for a graceful delete.
+	Force    <-chan struct{}
+	Sink     events.Sink
+	Config   []result.ConfigValue
+	CI       *result.CI
+	Advisory bool // map exit 3 and 124 to 0
+	// AfterResult is called each time result.json is written (tests use it).
+	AfterResult func(path string)
+}
+
+// Run executes the pipeline and returns the result; it never panics and always tears down
+// what it created. The returned error is only for the caller's log: the result already
+// carries the exit code.
+func Run(ctx context.Context, opts Options) *result.Result {
+	if opts.Sink == nil {
+		opts.Sink = events.Discard
+	}
+	if opts.TeardownTimeout == 0 {
+		opts.TeardownTimeout = DefaultTeardownTimeout
+	}
+	if opts.InterruptTeardownTimeout == 0 {
+		opts.InterruptTeardownTimeout = DefaultInterruptTeardownTimeout
+	}
+	if opts.MaxIterations < 1 {
+		opts.MaxIterations = 1
+	}
+	r := &run{opts: opts, log: zerolog.Ctx(ctx)}
+	r.res = &result.Result{
+		Schema:  result.Schema,
+		Verdict: result.VerdictError,
+		Reason:  "run in progress",
+		Run: result.Run{
+			ID:         opts.RunID,
+			Version:    opts.Version,
+			Commit:     opts.Commit,
+			StartedAt:  time.Now().UTC(),
+			ProjectDir: opts.ProjectDir,
+			ReportDir:  opts.ReportDir,
+			Prompt:     opts.Prompt,
+			CI:         opts.CI,
+		},
+		ExitCode: ExitError,
+		Config:   opts.Config,
+		Stages:   []result.Stage{},
+	}
+	r.execute(ctx)
+	return r.res
+}
+
+type run struct {
+	opts Options
+	log  *zerolog.Logger
+	res  *result.Result
+
+	mu       sync.Mutex // guards res during teardown from a deferred path
+	sb       providers.Sandbox
+	created  bool
+	tornDown bool
+
+	agentFindings []result.Finding // every agent pass's findings
+	iterFindings  []result.Finding // the last rubric iteration's findings
+
+	partialReason string
+	infraErr      error
+	interrupt     *Interrupted
+}
+
+func (r *run) emit(e events.Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	r.opts.Sink.Emit(e)
+}
+
+func (r *run) execute(parent context.Context) {
+	r.emit(events.Event{Type: events.RunStarted, Message: r.opts.RunID, Data: map[string]string{
+		"run_id": r.opts.RunID, "provider": r.opts.ProviderName, "report_dir": r.opts.ReportDir,
+	}})
+	r.writeResult()
+	r.begin(parent)
+
+	ctx := parent
+	var cancel context.CancelFunc = func() {}
+	if r.opts.Timeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(parent, r.opts.Timeout, errTimeout)
+	}
+	defer cancel()
+
+	func() {
+		// Teardown is registered by provision the moment a sandbox exists; this deferred
+		// call is the guarantee for every path out of the stages, including a panic.
+		defer r.teardown(parent)
+		defer func() {
+			if p := recover(); p != nil {
+				r.fail("panic", fmt.Errorf("internal error: %v\n%s", p, debug.Stack()))
+			}
+		}()
+		r.stages(ctx)
+	}()
+
+	r.finish(parent)
+	r.writeResult()
+	r.publish(parent)
+	r.writeResult()
+	r.emit(events.Event{Type: events.RunFinished, Message: r.res.Verdict, Data: map[string]any{
+		"verdict": r.res.Verdict, "exit_code": r.res.ExitCode, "score": r.res.Score,
+	}})
+}
+
+var errTimeout = errors.New("run timeout reached")
+
+// stages runs everything between provisioning and the verdict. It returns early on the
+// first infrastructure failure or interruption.
+func (r *run) stages(ctx context.Context) {
+	if !r.stage(ctx, StageProvision, r.provision) {
+		return
+	}
+	if r.opts.Sync != nil {
+		if !r.stage(ctx, StageSync, r.sync) {
+			return
+		}
+	} else {
+		r.skip(StageSync)
+	}
+	if r.opts.SetupScript != nil {
+		if !r.stage(ctx, StageSetup, r.setup) {
+			return
+		}
+	} else {
+		r.skip(StageSetup)
+	}
+	var agent Agent
+	var outcome *AgentOutcome
+	if r.opts.NewAgent != nil {
+		ok := r.stage(ctx, StageAgent, func(ctx context.Context) error {
+			a, err := r.opts.NewAgent(r.sb)
+			if err != nil {
+				return err
+			}
+			agent = a
+			out, err := a.Run(ctx, r.opts.Prompt)
+			r.recordAgent(out)
+			outcome = &out
+			return err
+		})
+		if !ok {
+			return
+		}
+	} else {
+		r.skip(StageAgent)
+	}
+	if r.opts.Rubric == nil {
+		r.skip(StageRubric)
+		return
+	}
+	desc := r.opts.Rubric.Describe()
+	r.res.Rubric = &desc
+	r.res.Rubric.Iterations = []result.Iteration{}
+	for n := 1; ; n++ {
+		var ev Evaluation
+		ok := r.stage(ctx, StageRubric, func(ctx context.Context) error {
+			var err error
+			ev, err = r.opts.Rubric.Evaluate(ctx, r.sb, EvalInput{
+				Iteration: n, Prompt: r.opts.Prompt, Agent: outcome, Sink: r.opts.Sink,
+			})
+			if err != nil {
+				return err
+			}
+			r.recordIteration(ev)
+			return nil
+		})
+		if !ok {
+			return
+		}
+		if ev.Iteration.Status != RubricNeedsRevision || agent == nil || n >= r.opts.MaxIterations ||
+			(outcome != nil && outcome.Partial) {
+			return
+		}
+		ok = r.stage(ctx, StageAgent, func(ctx context.Context) error {
+			out, err := agent.Revise(ctx, ev.Revision)
+			r.recordAgent(out)
+			outcome = &out
+			return err
+		})
+		if !ok {
+			return
+		}
+	}
+}
+
+// stage runs fn as a named, timed stage and records its outcome. It returns false when the
+// pipeline must stop.
+func (r *run) stage(ctx context.Context, name string, fn func(context.Context) error) bool {
+	if err := r.stopped(ctx); err != nil {
+		r.record(name, time.Now(), "skipped", nil)
+		return false
+	}
+	start := time.Now()
+	idx := r.record(name, start, "running", nil)
+	r.emit(events.Event{Type: events.StageStarted, Stage: name})
+	r.writeResult()
+	err := fn(ctx)
+	status := result.StatusOK
+	// A stage may swallow a cancellation (checks record it per item), so the context
+	// decides first: an interrupt or the run timeout is not the stage's failure.
+	switch stop := r.stopped(ctx); {
+	case stop != nil:
+		status = "interrupted"
+		if errors.Is(stop, errTimeout) {
+			status = "timeout"
+		}
+		if err == nil {
+			err = stop
+		}
+	case err != nil:
+		status = result.StatusFailed
+		r.fail(name, err)
+	case r.partialReason != "":
+		status = "partial"
+	}
+	r.mu.Lock()
+	st := &r.res.Stages[idx]
+	st.Status = status
+	st.DurationMS = time.Since(start).Milliseconds()
+	if err != nil {
+		st.Error = err.Error()
+	}
+	r.mu.Unlock()
+	r.emit(events.Event{Type: events.StageFinished, Stage: name, Message: status, Data: map[string]any{
+		"status": status, "duration_ms": st.DurationMS, "error": st.Error,
+	}})
+	return err == nil
+}
+
+// stopped reports why the pipeline must not go on: an interrupt or the run timeout.
+func (r *run) stopped(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	if in, ok := interruptedBy(cause); ok {
+		r.interrupt = in
+		return cause
+	}
+	if errors.Is(cause, errTimeout) {
+		if r.partialReason == "" {
+			r.partialReason = "timeout"
+		}
+		return cause
+	}
+	return cause
+}
+
+func (r *run) record(name string, start time.Time, status string, err error) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := result.Stage{Name: name, Status: status, StartedAt: start.UTC()}
+	if err != nil {
+		st.Error = err.Error()
+	}
+	r.res.Stages = append(r.res.Stages, st)
+	return len(r.res.Stages) - 1
+}
+
+func (r *run) skip(name string) { r.record(name, time.Now(), result.StatusSkipped, nil) }
+
+// fail records an infrastructure error; the first one decides the reason.
+func (r *run) fail(stage string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.infraErr == nil {
+		r.infraErr = &StageError{Stage: stage, Err: err}
+	}
+	r.res.Errors = append(r.res.Errors, result.Error{Stage: stage, Message: err.Error()})
+	r.log.Error().Str("stage", stage).Err(err).Msg("stage failed")
+}
+
+func (r *run) provision(ctx context.Context) error {
+	p := r.opts.Provider
+	spec := r.opts.Spec
+	r.res.Sandbox = &result.Sandbox{Provider: r.opts.ProviderName, Snapshot: spec.Snapshot}
+	if r.opts.AttachID != "" {
+		sb, err := p.Attach(ctx, r.opts.AttachID)
+		if err != nil {
+			return fmt.Errorf("attach %s sandbox %q: %w", r.opts.ProviderName, r.opts.AttachID, err)
+		}
+		r.sb = sb
+		r.res.Sandbox.ID, r.res.Sandbox.WorkDir, r.res.Sandbox.Attached = sb.ID(), sb.WorkDir(), true
+		return nil
+	}
+	sb, err := p.Create(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("create %s sandbox: %w", r.opts.ProviderName, err)
+	}
+	r.mu.Lock()
+	r.sb, r.created = sb, true
+	r.mu.Unlock()
+	r.res.Sandbox.ID, r.res.Sandbox.WorkDir = sb.ID(), sb.WorkDir()
+	if r.opts.Ledger != nil {
+		if err := r.opts.Ledger.Record(sb, spec); err != nil {
+			// The sandbox exists but a reaper could not find it after a crash: do not use it.
+			return fmt.Errorf("record sandbox %s in the state file: %w", sb.ID(), err)
+		}
+	}
+	r.writeResult()
+	return nil
+}
+
+func (r *run) sync(ctx context.Context) error {
+	stats, err := r.opts.Sync(ctx, r.sb, r.opts.Sink)
+	if stats != nil {
+		r.res.Sync = stats
+	}
+	if err != nil {
+		return fmt.Errorf("sync workspace: %w", err)
+	}
+	return nil
+}
+
+func (r *run) recordAgent(out AgentOutcome) {
+	rec := out.Record
+	r.res.Agent = &rec
+	r.agentFindings = append(r.agentFindings, out.Findings...)
+	r.res.Findings = r.findings()
+	if out.Partial && r.partialReason == "" {
+		r.partialReason = out.StopReason
+		if r.partialReason == "" {
+			r.partialReason = "budget"
+		}
+	}
+}
+
+func (r *run) recordIteration(ev Evaluation) {
+	rb := r.res.Rubric
+	rb.Iterations = append(rb.Iterations, ev.Iteration)
+	rb.Items = ev.Iteration.Items
+	rb.Status = ev.Iteration.Status
+	rb.Counts = Count(ev.Iteration.Items)
+	r.iterFindings = ev.Findings
+	r.res.Findings = r.findings()
+	score := ev.Iteration.Score
+	r.res.Score = &score
+}
+
+func (r *run) findings() []result.Finding {
+	out := make([]result.Finding, 0, len(r.agentFindings)+len(r.iterFindings))
+	out = append(out, r.agentFindings...)
+	return append(out, r.iterFindings...)
+}
+
+// Count tallies item statuses.
+func Count(items []result.Item) result.Counts {
+	var c result.Counts
+	for _, it := range items {
+		switch it.Status {
+		case result.StatusPass:
+			c.Pass++
+		case result.StatusFail:
+			c.Fail++
+		case result.StatusError:
+			c.Error++
+		default:
+			c.Skipped++
+		}
+	}
+	return c
+}
+
+// teardown closes the sandbox exactly once, on a context that survives the run's
+// cancellation, with its own deadline; a second signal (Force) cuts the wait short.
+func (r *run) teardown(parent context.Context) {
+	r.mu.Lock()
+	if r.tornDown {
+		r.mu.Unlock()
+		return
+	}
+	r.tornDown = true
+	sb, created := r.sb, r.created
+	r.mu.Unlock()
+	if sb == nil {
+		r.res.Teardown = &result.Teardown{Status: "none"}
+		return
+	}
+	budget := r.opts.TeardownTimeout
+	if parent.Err() != nil {
+		budget = r.opts.InterruptTeardownTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), budget)
+	defer cancel()
+	if r.opts.Force != nil {
+		go func() {
+			select {
+			case <-r.opts.Force:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	start := time.Now()
+	idx := r.record(StageTeardown, start, "running", nil)
+	r.emit(events.Event{Type: events.TeardownStarted, Stage: StageTeardown, Data: map[string]any{
+		"sandbox": sb.ID(), "delete": created,
+	}})
+	err := sb.Close(ctx)
+	td := &result.Teardown{Status: "deleted", DurationMS: time.Since(start).Milliseconds()}
+	if !created {
+		td.Status = "kept"
+	}
+	status := result.StatusOK
+	if err != nil {
+		td.Status, td.Error, status = result.StatusFailed, err.Error(), result.StatusFailed
+		r.fail(StageTeardown, fmt.Errorf("delete sandbox %s: %w (run `talkops sandbox gc` to retry)", sb.ID(), err))
+	} else if created && r.opts.Ledger != nil {
+		if ferr := r.opts.Ledger.Forget(sb); ferr != nil {
+			r.log.Warn().Err(ferr).Msg("sandbox deleted but its state file entry remains")
+		}
+	}
+	r.mu.Lock()
+	r.res.Teardown = td
+	r.res.Stages[idx].Status = status
+	r.res.Stages[idx].DurationMS = td.DurationMS
+	r.res.Stages[idx].Error = td.Error
+	r.mu.Unlock()
+	r.emit(events.Event{Type: events.TeardownFinished, Stage: StageTeardown, Message: td.Status, Data: td})
+}
+
+// finish decides the verdict and the exit code.
+func (r *run) finish(parent context.Context) {
+	res := r.res
+	res.Run.FinishedAt = time.Now().UTC()
+	res.Run.DurationMS = res.Run.FinishedAt.Sub(res.Run.StartedAt).Milliseconds()
+	if r.interrupt == nil {
+		if in, ok := interruptedBy(context.Cause(parent)); ok {
+			r.interrupt = in
+		}
+	}
+	res.Reason = ""
+	switch {
+	case r.interrupt != nil:
+		res.Verdict = result.VerdictError
+		res.Interrupted = SignalName(r.interrupt.Signal)
+		res.Reason = r.interrupt.Error()
+		res.ExitCode = r.interrupt.ExitCode()
+	case r.infraErr != nil:
+		res.Verdict = result.VerdictError
+		res.Reason = r.infraErr.Error()
+		res.ExitCode = ExitError
+	case r.partialReason != "":
+		// A budget ran out: whatever the checks say, the work did not finish.
+		res.Partial = true
+		res.Verdict = result.VerdictFail
+		res.Reason = "budget exhausted: " + r.partialReason
+		res.ExitCode = ExitBudget
+	default:
+		res.Verdict = r.verdictFromRubric()
+		switch res.Verdict {
+		case result.VerdictPass:
+			res.ExitCode = ExitPass
+		case result.VerdictFail:
+			res.ExitCode = ExitFail
+			res.Reason = "rubric not satisfied"
+		default:
+			res.ExitCode = ExitError
+			res.Reason = "the rubric could not be evaluated"
+		}
+	}
+	if r.opts.Advisory && (res.ExitCode == ExitError || res.ExitCode == ExitBudget) {
+		res.Reason += " (advisory mode: exit 0)"
+		res.ExitCode = ExitPass
+	}
+}
+
+func (r *run) verdictFromRubric() string {
+	rb := r.res.Rubric
+	if rb == nil {
+		return result.VerdictPass // no rubric: the agent finished
+	}
+	switch rb.Status {
+	case RubricSatisfied:
+		return result.VerdictPass
+	case RubricFailed, RubricNeedsRevision:
+		return result.VerdictFail
+	default:
+		return result.VerdictError
+	}
+}
+
+func (r *run) begin(ctx context.Context) {
+	for _, p := range r.opts.Publishers {
+		if err := p.Begin(ctx, r.res); err != nil {
+			r.log.Warn().Str("publisher", p.Name()).Err(err).Msg("could not announce the run")
+			r.res.Errors = append(r.res.Errors, result.Error{Stage: StagePublish, Message: p.Name() + ": " + err.Error()})
+		}
+	}
+}
+
+// publish posts the final result; failures are recorded but never change the verdict.
+func (r *run) publish(parent context.Context) {
+	if len(r.opts.Publishers) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
+	defer cancel()
+	if r.opts.Force != nil {
+		go func() {
+			select {
+			case <-r.opts.Force:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	start := time.Now()
+	idx := r.record(StagePublish, start, "running", nil)
+	var errs []error
+	for _, p := range r.opts.Publishers {
+		if err := p.Finish(ctx, r.res); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
+		}
+	}
+	st := &r.res.Stages[idx]
+	st.DurationMS = time.Since(start).Milliseconds()
+	st.Status = result.StatusOK
+	if err := errors.Join(errs...); err != nil {
+		st.Status, st.Error = result.StatusFailed, err.Error()
+		r.res.Errors = append(r.res.Errors, result.Error{Stage: StagePublish, Message: err.Error()})
+		r.log.Warn().Err(err).Msg("publishing failed; the verdict stands")
+	}
+}
+
+// writeResult stores result.json; a failure is logged and recorded, never fatal.
+func (r *run) writeResult() {
+	if r.opts.ReportDir == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	path, err := result.Write(r.opts.ReportDir, r.res)
+	if err != nil {
+		r.log.Error().Err(err).Msg("could not write result.json")
+		return
+	}
+	if r.opts.AfterResult != nil {
+		r.opts.AfterResult(path)
+	}
+}
