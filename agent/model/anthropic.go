@@ -1,0 +1,306 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+)
+
+// anthropicWire speaks the Anthropic Messages API (POST /v1/messages, non-streaming)
+// through the official SDK.
+type anthropicWire struct {
+	client    anthropic.Client
+	model     string
+	maxTokens int
+	caching   bool
+}
+
+func newAnthropic(name, baseURL, key string, hc *http.Client, cfg config) *anthropicWire {
+	opts := []option.RequestOption{
+		// Credentials and endpoint come from New's getenv only, never from the process
+		// environment (ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, profiles).
+		option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0), // RetryPolicy retries
+		option.WithAPIKey(key),
+		// An explicit timeout also lifts the SDK's refusal of large max_tokens without
+		// streaming; the caller's context bounds the call as well.
+		option.WithRequestTimeout(cfg.requestTimeout),
+	}
+	if baseURL != "" {
+		opts = append(opts, option.WithBaseURL(baseURL))
+	}
+	return &anthropicWire{
+		client:    anthropic.NewClient(opts...),
+		model:     name,
+		maxTokens: cfg.maxTokens,
+		caching:   cfg.promptCaching,
+	}
+}
+
+func (w *anthropicWire) complete(ctx context.Context, req Request) (Response, error) {
+	params, err := w.params(req)
+	if err != nil {
+		return Response{}, err
+	}
+	msg, err := w.client.Messages.New(ctx, params)
+	if err != nil {
+		return Response{}, anthropicError(ctx, err)
+	}
+	return anthropicResponse(msg), nil
+}
+
+func (w *anthropicWire) params(req Request) (anthropic.MessageNewParams, error) {
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = w.maxTokens
+	}
+	p := anthropic.MessageNewParams{
+		Model:     anthropic.Model(w.model),
+		MaxTokens: int64(maxTokens),
+		Messages:  anthropicMessages(req.Messages),
+	}
+	ephemeral := anthropic.NewCacheControlEphemeralParam()
+	if req.System != "" {
+		block := anthropic.TextBlockParam{Text: req.System}
+		if w.caching {
+			block.CacheControl = ephemeral
+		}
+		p.System = []anthropic.TextBlockParam{block}
+	}
+	for i, t := range req.Tools {
+		schema, err := anthropicSchema(t.Schema)
+		if err != nil {
+			return p, fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+		tp := anthropic.ToolParam{
+			Name:        t.Name,
+			Description: anthropic.String(t.Description),
+			InputSchema: schema,
+		}
+		if w.caching && i == len(req.Tools)-1 {
+			tp.CacheControl = ephemeral
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &tp})
+	}
+	if len(req.Tools) > 0 && req.ToolChoice == ToolChoiceNone {
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+	}
+	if w.caching && len(p.Messages) > 0 {
+		// A moving breakpoint on the newest block: the next turn reads everything up to
+		// here from the cache.
+		last := &p.Messages[len(p.Messages)-1]
+		if n := len(last.Content); n > 0 {
+			setCacheControl(&last.Content[n-1], ephemeral)
+		}
+	}
+	return p, nil
+}
+
+func setCacheControl(b *anthropic.ContentBlockParamUnion, cc anthropic.CacheControlEphemeralParam) {
+	switch {
+	case b.OfText != nil:
+		b.OfText.CacheControl = cc
+	case b.OfToolResult != nil:
+		b.OfToolResult.CacheControl = cc
+	case b.OfToolUse != nil:
+		b.OfToolUse.CacheControl = cc
+	}
+}
+
+// anthropicSchema splits a JSON Schema object into the SDK's input schema shape.
+func anthropicSchema(raw json.RawMessage) (anthropic.ToolInputSchemaParam, error) {
+	var s anthropic.ToolInputSchemaParam
+	if len(raw) == 0 {
+		return s, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return s, fmt.Errorf("input schema is not a JSON object: %w", err)
+	}
+	if props, ok := m["properties"]; ok {
+		s.Properties = props
+	}
+	if req, ok := m["required"].([]any); ok {
+		for _, r := range req {
+			if name, ok := r.(string); ok {
+				s.Required = append(s.Required, name)
+			}
+		}
+	}
+	for k, v := range m {
+		if k == "properties" || k == "required" || k == "type" {
+			continue
+		}
+		if s.ExtraFields == nil {
+			s.ExtraFields = map[string]any{}
+		}
+		s.ExtraFields[k] = v
+	}
+	return s, nil
+}
+
+// anthropicMessages converts the conversation, merging consecutive messages of one role
+// (the API wants strict alternation) and dropping blocks the API rejects (empty text).
+func anthropicMessages(msgs []Message) []anthropic.MessageParam {
+	var out []anthropic.MessageParam
+	for _, m := range msgs {
+		var blocks []anthropic.ContentBlockParamUnion
+		switch m.Role {
+		case RoleAssistant:
+			if strings.TrimSpace(m.Text) != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
+			}
+			for _, c := range m.ToolCalls {
+				blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, objectOrEmpty(c.Input), c.Name))
+			}
+		default:
+			// Tool results must open the user message.
+			for _, r := range m.ToolResults {
+				content := r.Content
+				if strings.TrimSpace(content) == "" {
+					content = "(no output)"
+				}
+				blocks = append(blocks, anthropic.NewToolResultBlock(r.CallID, content, r.IsError))
+			}
+			if strings.TrimSpace(m.Text) != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
+			}
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		role := anthropic.MessageParamRoleUser
+		if m.Role == RoleAssistant {
+			role = anthropic.MessageParamRoleAssistant
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			continue
+		}
+		out = append(out, anthropic.MessageParam{Role: role, Content: blocks})
+	}
+	return out
+}
+
+// objectOrEmpty returns raw when it is a JSON object, else {} (the API requires an object
+// for tool_use input; a malformed input was already reported to the model as an error).
+func objectOrEmpty(raw json.RawMessage) json.RawMessage {
+	trimmed := strings.TrimSpace(string(raw))
+	if strings.HasPrefix(trimmed, "{") && json.Valid(raw) {
+		return raw
+	}
+	return json.RawMessage("{}")
+}
+
+func anthropicResponse(msg *anthropic.Message) Response {
+	var texts []string
+	var calls []ToolCall
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			texts = append(texts, b.Text)
+		case "tool_use":
+			calls = append(calls, ToolCall{ID: b.ID, Name: b.Name, Input: validJSON(b.Input)})
+		}
+	}
+	stop := StopOther
+	switch msg.StopReason {
+	case anthropic.StopReasonEndTurn, anthropic.StopReasonStopSequence:
+		stop = StopEndTurn
+	case anthropic.StopReasonToolUse:
+		stop = StopToolUse
+	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
+		stop = StopMaxTokens
+	case anthropic.StopReasonRefusal:
+		stop = StopRefusal
+	}
+	if len(calls) > 0 && stop != StopMaxTokens {
+		stop = StopToolUse
+	}
+	return Response{
+		Message: Message{Role: RoleAssistant, Text: strings.Join(texts, "\n"), ToolCalls: calls},
+		Usage: Usage{
+			InputTokens:      msg.Usage.InputTokens,
+			CacheReadTokens:  msg.Usage.CacheReadInputTokens,
+			CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
+			OutputTokens:     msg.Usage.OutputTokens,
+		},
+		StopReason: stop,
+		Model:      string(msg.Model),
+		ID:         msg.ID,
+	}
+}
+
+// validJSON returns raw if it is valid JSON, "{}" if empty, and otherwise raw as a JSON
+// string, so a Message always marshals.
+func validJSON(raw []byte) json.RawMessage {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return json.RawMessage("{}")
+	}
+	if json.Valid(raw) {
+		return json.RawMessage(raw)
+	}
+	s, _ := json.Marshal(string(raw))
+	return s
+}
+
+func anthropicError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		e := &APIError{Provider: "anthropic", Status: apiErr.StatusCode, RequestID: apiErr.RequestID}
+		e.Type, e.Message = errorBody(apiErr.RawJSON())
+		if apiErr.Response != nil {
+			e.RetryAfter = parseRetryAfter(apiErr.Response.Header, time.Now())
+			if e.RequestID == "" {
+				e.RequestID = apiErr.Response.Header.Get("Request-Id")
+			}
+		}
+		return e
+	}
+	return &TransportError{Provider: "anthropic", Err: err}
+}
+
+// errorBody extracts the type and message of an error body in either provider's shape:
+// {"type":"error","error":{"type":..,"message":..}} or {"error":{"message":..,"type":..}}
+// or the inner object alone. Anything else is returned as the message, shortened.
+func errorBody(raw string) (typ, msg string) {
+	var body struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Error   *struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(raw), &body) == nil {
+		if body.Error != nil && (body.Error.Message != "" || body.Error.Type != "") {
+			typ = body.Error.Type
+			if typ == "" {
+				if c, ok := body.Error.Code.(string); ok {
+					typ = c
+				}
+			}
+			return typ, body.Error.Message
+		}
+		if body.Message != "" {
+			return body.Type, body.Message
+		}
+	}
+	raw = strings.TrimSpace(raw)
+	if len(raw) > 500 {
+		raw = raw[:500] + "…"
+	}
+	return "", raw
+}

@@ -1,0 +1,288 @@
+package modeltest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/talkops/talkops/agent/model"
+)
+
+type aCacheControl struct {
+	Type string `json:"type"`
+}
+
+type aRequest struct {
+	Model      string          `json:"model"`
+	MaxTokens  *int            `json:"max_tokens"`
+	System     json.RawMessage `json:"system"`
+	Messages   []aMessage      `json:"messages"`
+	Tools      []aTool         `json:"tools"`
+	ToolChoice *struct {
+		Type string `json:"type"`
+	} `json:"tool_choice"`
+	Stream bool `json:"stream"`
+}
+
+type aMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type aBlock struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Input        json.RawMessage `json:"input"`
+	ToolUseID    string          `json:"tool_use_id"`
+	Content      json.RawMessage `json:"content"`
+	IsError      bool            `json:"is_error"`
+	CacheControl *aCacheControl  `json:"cache_control"`
+}
+
+type aTool struct {
+	Type         string          `json:"type"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *aCacheControl  `json:"cache_control"`
+}
+
+// blocks reads message content given as a string or as an array of blocks.
+func blocks(raw json.RawMessage) ([]aBlock, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []aBlock{{Type: "text", Text: s}}, nil
+	}
+	var bs []aBlock
+	if err := json.Unmarshal(raw, &bs); err != nil {
+		return nil, fmt.Errorf("content must be a string or an array of content blocks")
+	}
+	return bs, nil
+}
+
+// textOf joins the text of a tool_result content (a string or text blocks).
+func textOf(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	bs, err := blocks(raw)
+	if err != nil {
+		return string(raw)
+	}
+	var parts []string
+	for _, b := range bs {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// decodeAnthropic fills c from a Messages API body and returns why the real API would
+// reject it ("" if it would not).
+func decodeAnthropic(body []byte, c *Call) string {
+	var req aRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return "request body is not valid JSON: " + err.Error()
+	}
+	c.Model = req.Model
+	if req.MaxTokens != nil {
+		c.MaxTokens = *req.MaxTokens
+	}
+	if req.ToolChoice != nil {
+		c.ToolChoice = req.ToolChoice.Type
+	}
+	out := &model.Request{}
+	c.Request = out
+	switch {
+	case req.Model == "":
+		return "model: Field required"
+	case req.MaxTokens == nil || *req.MaxTokens <= 0:
+		return "max_tokens: Field required and must be positive"
+	case req.Stream:
+		return "modeltest: streaming is not supported by this fake"
+	case len(req.Messages) == 0:
+		return "messages: at least one message is required"
+	}
+
+	if len(req.System) > 0 {
+		var s string
+		if json.Unmarshal(req.System, &s) == nil {
+			out.System = s
+		} else {
+			var bs []aBlock
+			if err := json.Unmarshal(req.System, &bs); err != nil {
+				return "system: must be a string or an array of text blocks"
+			}
+			var parts []string
+			for _, b := range bs {
+				parts = append(parts, b.Text)
+				if b.CacheControl != nil {
+					c.CacheBreakpoints = append(c.CacheBreakpoints, "system")
+				}
+			}
+			out.System = strings.Join(parts, "\n")
+		}
+	}
+	for i, t := range req.Tools {
+		if t.CacheControl != nil {
+			c.CacheBreakpoints = append(c.CacheBreakpoints, fmt.Sprintf("tools[%d]", i))
+		}
+		if t.Name == "" {
+			return fmt.Sprintf("tools.%d.name: Field required", i)
+		}
+		if t.Type == "" || t.Type == "custom" {
+			if len(t.InputSchema) == 0 {
+				return fmt.Sprintf("tools.%d.input_schema: Field required", i)
+			}
+		}
+		out.Tools = append(out.Tools, model.Tool{Name: t.Name, Description: t.Description, Schema: t.InputSchema})
+	}
+	if c.ToolChoice == "none" {
+		out.ToolChoice = model.ToolChoiceNone
+	}
+	if req.MaxTokens != nil {
+		out.MaxTokens = *req.MaxTokens
+	}
+
+	hasToolBlocks := false
+	var pendingUses []string
+	for i, m := range req.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			return fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i)
+		}
+		if i == 0 && m.Role != "user" {
+			return "messages: first message must use the \"user\" role"
+		}
+		if i > 0 && req.Messages[i-1].Role == m.Role {
+			return fmt.Sprintf("messages.%d: roles must alternate between \"user\" and \"assistant\"", i)
+		}
+		bs, err := blocks(m.Content)
+		if err != nil {
+			return fmt.Sprintf("messages.%d.content: %v", i, err)
+		}
+		if len(bs) == 0 {
+			return fmt.Sprintf("messages.%d: all messages must have non-empty content", i)
+		}
+		msg := model.Message{Role: model.Role(m.Role)}
+		var uses []string
+		answered := map[string]bool{}
+		var texts []string
+		for j, b := range bs {
+			if b.CacheControl != nil {
+				c.CacheBreakpoints = append(c.CacheBreakpoints, fmt.Sprintf("messages[%d].content[%d]", i, j))
+			}
+			switch b.Type {
+			case "text":
+				if strings.TrimSpace(b.Text) == "" {
+					return fmt.Sprintf("messages.%d.content.%d.text: text content blocks must contain non-whitespace text", i, j)
+				}
+				texts = append(texts, b.Text)
+			case "tool_use":
+				hasToolBlocks = true
+				if m.Role != "assistant" {
+					return fmt.Sprintf("messages.%d.content.%d: tool_use blocks are only allowed in assistant messages", i, j)
+				}
+				if !strings.HasPrefix(strings.TrimSpace(string(b.Input)), "{") {
+					return fmt.Sprintf("messages.%d.content.%d.input: Input should be a valid dictionary", i, j)
+				}
+				uses = append(uses, b.ID)
+				msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Input: b.Input})
+			case "tool_result":
+				hasToolBlocks = true
+				if m.Role != "user" {
+					return fmt.Sprintf("messages.%d.content.%d: tool_result blocks are only allowed in user messages", i, j)
+				}
+				if !contains(pendingUses, b.ToolUseID) {
+					return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)
+				}
+				if len(texts) > 0 {
+					return fmt.Sprintf("messages.%d.content.%d: tool_result blocks must come before any text in a user message", i, j)
+				}
+				answered[b.ToolUseID] = true
+				msg.ToolResults = append(msg.ToolResults, model.ToolResult{CallID: b.ToolUseID, Content: textOf(b.Content), IsError: b.IsError})
+			default:
+				return fmt.Sprintf("messages.%d.content.%d.type: unsupported block type %q in this fake", i, j, b.Type)
+			}
+		}
+		msg.Text = strings.Join(texts, "\n")
+		if m.Role == "user" {
+			var missing []string
+			for _, id := range pendingUses {
+				if !answered[id] {
+					missing = append(missing, id)
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
+			}
+		}
+		pendingUses = uses
+		out.Messages = append(out.Messages, msg)
+	}
+	if len(pendingUses) > 0 && req.Messages[len(req.Messages)-1].Role == "assistant" {
+		return "messages: the final assistant message has tool_use blocks without results"
+	}
+	if hasToolBlocks && len(req.Tools) == 0 {
+		return "Requests which include `tool_use` or `tool_result` blocks must define tools."
+	}
+	if n := len(c.CacheBreakpoints); n > 4 {
+		return fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", n)
+	}
+	return ""
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func anthropicReply(c Call, st Step) map[string]any {
+	content := []map[string]any{}
+	if st.Text != "" {
+		content = append(content, map[string]any{"type": "text", "text": st.Text})
+	}
+	for i, tc := range st.ToolCalls {
+		var input any = json.RawMessage("{}")
+		switch {
+		case tc.RawArguments != "":
+			input = tc.RawArguments
+		case len(tc.Input) > 0:
+			input = tc.Input
+		}
+		content = append(content, map[string]any{
+			"type": "tool_use", "id": callID("toolu_", c.N, i, tc.ID), "name": tc.Name, "input": input,
+		})
+	}
+	stop := "end_turn"
+	switch {
+	case st.StopReason != "":
+		stop = st.StopReason
+	case st.Refusal:
+		stop = "refusal"
+	case len(st.ToolCalls) > 0:
+		stop = "tool_use"
+	}
+	u := estimate(c, st)
+	return map[string]any{
+		"id":            fmt.Sprintf("msg_fake_%d", c.N),
+		"type":          "message",
+		"role":          "assistant",
+		"model":         c.Model,
+		"content":       content,
+		"stop_reason":   stop,
+		"stop_sequence": nil,
+		"usage": map[string]any{
+			"input_tokens":                u.InputTokens,
+			"output_tokens":               u.OutputTokens,
+			"cache_creation_input_tokens": u.CacheWriteTokens,
+			"cache_read_input_tokens":     u.CacheReadTokens,
+		},
+	}
+}
