@@ -1,0 +1,421 @@
+// Package docker is the "docker" sandbox provider: each sandbox is a long-running
+// container (network "none", memory and pids limits, labelled for gc) that commands are
+// exec'd into through the Docker Engine API.
+//
+// The engine is found the way the docker CLI finds it (DOCKER_HOST, DOCKER_TLS_VERIFY,
+// DOCKER_CERT_PATH) and the API version is negotiated, so engines from API 1.41 (Docker
+// 20.10) on work.
+package docker
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+
+	"github.com/talkops/talkops/providers"
+)
+
+// Name is the provider id users type: --sandbox docker.
+const Name = "docker"
+
+// Labels the provider adds besides the providers.Label* ones, so that gc can tell a
+// container whose talkops process died from one whose run is still going.
+const (
+	LabelOwnerPID  = "talkops.owner-pid"
+	LabelOwnerHost = "talkops.owner-host"
+)
+
+// NamePrefix starts every container name.
+const NamePrefix = "talkops-"
+
+// keepAlive is PID 1's program: it must run until the container is removed. busybox
+// sleep takes at most a 32-bit number of seconds, GNU sleep takes it too.
+var keepAlive = []string{"sleep", "2147483647"}
+
+// reapingKeepAlive replaces docker-init on engines without it: a shell as PID 1 that
+// reaps orphaned processes (zombies) while it waits.
+var reapingKeepAlive = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 2147483647 & wait; done"}
+
+// Provider creates docker sandboxes. Create one with New; Close releases its client.
+type Provider struct {
+	opts Options
+
+	mu     sync.Mutex
+	cli    *client.Client
+	ownCli bool
+}
+
+var (
+	_ providers.Provider = (*Provider)(nil)
+	_ providers.Lister   = (*Provider)(nil)
+)
+
+// New returns a provider with opts. Invalid options and an unreachable engine are
+// reported by Create.
+func New(opts Options) *Provider {
+	return &Provider{opts: opts, cli: opts.Client}
+}
+
+// Name returns "docker".
+func (p *Provider) Name() string { return Name }
+
+// Close releases the engine client if the provider made it.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cli != nil && p.ownCli {
+		err := p.cli.Close()
+		p.cli = nil
+		return err
+	}
+	return nil
+}
+
+// client returns the engine client, making one from the environment on first use.
+func (p *Provider) client() (*client.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cli != nil {
+		return p.cli, nil
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client from environment (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
+	}
+	p.cli, p.ownCli = cli, true
+	return cli, nil
+}
+
+// engine returns the client after checking the engine answers, with a hint when not.
+func (p *Provider) engine(ctx context.Context) (*client.Client, error) {
+	cli, err := p.client()
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("docker engine at %s is not reachable: %w; start the daemon or set DOCKER_HOST (e.g. unix:///var/run/docker.sock)", cli.DaemonHost(), err)
+	}
+	return cli, nil
+}
+
+// Create pulls the image if needed, creates and starts the container, and returns once
+// it runs. Anything created is force-removed when a later step fails.
+func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.Sandbox, error) {
+	r, err := p.opts.resolve()
+	if err != nil {
+		return nil, fmt.Errorf("create docker sandbox: %w", err)
+	}
+	if spec.Snapshot != "" {
+		r.image = spec.Snapshot
+	}
+	if spec.WorkDir != "" {
+		if !strings.HasPrefix(spec.WorkDir, "/") {
+			return nil, fmt.Errorf("create docker sandbox: work dir %q: want an absolute path", spec.WorkDir)
+		}
+		r.workDir = spec.WorkDir
+	}
+	if err := checkEnv(spec.Env); err != nil {
+		return nil, fmt.Errorf("create docker sandbox: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("create docker sandbox: %w", err)
+	}
+	cli, err := p.engine(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("create docker sandbox: %w", err)
+	}
+	if err := ensureImage(ctx, cli, r.image, r.pull); err != nil {
+		return nil, fmt.Errorf("create docker sandbox: %w", err)
+	}
+
+	name := containerName(spec.RunID)
+	labels := map[string]string{}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	labels[providers.LabelCreatedBy] = "talkops"
+	if spec.RunID != "" {
+		labels[providers.LabelRunID] = spec.RunID
+	}
+	if _, ok := labels[providers.LabelExpiresAt]; !ok && spec.TTL > 0 {
+		labels[providers.LabelExpiresAt] = time.Now().Add(spec.TTL).UTC().Format(time.RFC3339)
+	}
+	labels[LabelOwnerPID] = strconv.Itoa(os.Getpid())
+	if host, err := os.Hostname(); err == nil {
+		labels[LabelOwnerHost] = host
+	}
+
+	id, err := p.startContainer(ctx, cli, r, name, labels, true)
+	if err != nil && isInitMissing(err) {
+		// No docker-init on this engine: PID 1 becomes a reaping shell loop.
+		id, err = p.startContainer(ctx, cli, r, name, labels, false)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create docker sandbox from %s: %w", r.image, err)
+	}
+	s := &Sandbox{cli: cli, id: id, name: name, owned: true, opts: r, env: spec.Env, closing: make(chan struct{})}
+	if r.user != "" {
+		// The engine creates the working directory as root; hand it to the user.
+		res, err := s.exec(ctx, providers.Cmd{Argv: []string{"chown", r.user, r.workDir}}, "0")
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("chown %s %s: exit %d: %s", r.user, r.workDir, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+		}
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("create docker sandbox: %w", err), s.remove(context.WithoutCancel(ctx)))
+		}
+	}
+	return s, nil
+}
+
+// startContainer creates and starts the container; on failure it removes what it made.
+func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r resolved, name string, labels map[string]string, useInit bool) (string, error) {
+	cfg := &container.Config{
+		Image:      r.image,
+		Entrypoint: keepAlive,
+		WorkingDir: r.workDir,
+		Labels:     labels,
+		User:       r.user,
+	}
+	host := &container.HostConfig{
+		NetworkMode: container.NetworkMode(r.network),
+		SecurityOpt: []string{"no-new-privileges:true"},
+		Resources: container.Resources{
+			Memory:   r.memory,
+			NanoCPUs: r.nanoCPU,
+		},
+	}
+	if r.memory > 0 {
+		host.Resources.MemorySwap = r.memory // no swap on top of the limit
+	}
+	if r.pids > 0 {
+		host.Resources.PidsLimit = &r.pids
+	}
+	if useInit {
+		host.Init = &useInit
+	} else {
+		cfg.Entrypoint = reapingKeepAlive
+	}
+	// The create call is not cut off by ctx: a request cancelled mid-flight can still
+	// create the container after we gave up on it, leaving an orphan we have no id for.
+	// It is short, so it gets its own bound and ctx is checked once it returns.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	created, err := cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+	cancel()
+	if err != nil {
+		return "", fmt.Errorf("create container: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", errors.Join(err, removeQuietly(ctx, cli, created.ID))
+	}
+	if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return "", errors.Join(fmt.Errorf("start container: %w", err), removeQuietly(ctx, cli, created.ID))
+	}
+	return created.ID, nil
+}
+
+// removeQuietly force-removes a container on a context that survives cancellation; a
+// container that does not exist is not an error.
+func removeQuietly(ctx context.Context, cli *client.Client, id string) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if strings.Contains(err.Error(), "is already in progress") {
+		return nil
+	}
+	return fmt.Errorf("remove container %s: %w", id, err)
+}
+
+func isInitMissing(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "docker-init") || strings.Contains(msg, "init binary")
+}
+
+// ensureImage makes sure ref is on the engine, pulling it per the policy.
+func ensureImage(ctx context.Context, cli *client.Client, ref, policy string) error {
+	if policy != PullAlways {
+		_, err := cli.ImageInspect(ctx, ref)
+		if err == nil {
+			return nil
+		}
+		if !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("inspect image %s: %w", ref, err)
+		}
+		if policy == PullNever {
+			return fmt.Errorf("image %s is not on the engine and docker option pull = %q: %s", ref, PullNever, imageHint(ref))
+		}
+	}
+	rc, err := cli.ImagePull(ctx, ref, image.PullOptions{})
+	if err == nil {
+		err = drainPull(rc)
+		rc.Close()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("pull image %s: %w", ref, ctx.Err())
+		}
+		if policy == PullAlways {
+			if _, ierr := cli.ImageInspect(ctx, ref); ierr == nil {
+				return nil // keep working offline with the local copy
+			}
+		}
+		return fmt.Errorf("image %s is not on the engine and pulling it failed (%v): %s", ref, err, imageHint(ref))
+	}
+	return nil
+}
+
+func imageHint(ref string) string {
+	return fmt.Sprintf("get it onto the engine with `docker pull %s` (or `docker build`/`docker import` where no registry is reachable), or pick another image with [sandboxes.providers.docker] image or --sandbox-snapshot-name", ref)
+}
+
+// drainPull reads the pull progress stream to the end and returns the first error in it.
+func drainPull(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		var msg struct {
+			Error       string `json:"error"`
+			ErrorDetail struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if json.Unmarshal(sc.Bytes(), &msg) == nil && (msg.Error != "" || msg.ErrorDetail.Message != "") {
+			if msg.ErrorDetail.Message != "" {
+				return errors.New(msg.ErrorDetail.Message)
+			}
+			return errors.New(msg.Error)
+		}
+	}
+	return sc.Err()
+}
+
+// containerName is "talkops-<run>-<8 hex>".
+func containerName(runID string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(runID) {
+		if b.Len() >= 24 {
+			break
+		}
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			b.WriteRune(c)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	run := strings.Trim(b.String(), "-")
+	if run == "" {
+		run = "run"
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	return NamePrefix + run + "-" + hex.EncodeToString(rnd[:])
+}
+
+// Attach connects to a running container by id or name. Close never removes it.
+func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+	r, err := p.opts.resolve()
+	if err != nil {
+		return nil, fmt.Errorf("attach docker sandbox: %w", err)
+	}
+	cli, err := p.engine(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("attach docker sandbox: %w", err)
+	}
+	info, err := cli.ContainerInspect(ctx, id)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("attach docker sandbox %q: %w", id, providers.ErrNotFound)
+		}
+		return nil, fmt.Errorf("attach docker sandbox %q: %w", id, err)
+	}
+	if info.State == nil || !info.State.Running {
+		return nil, fmt.Errorf("attach docker sandbox %q: container is not running (start it with `docker start %s`)", id, id)
+	}
+	if info.Config != nil {
+		if info.Config.WorkingDir != "" {
+			r.workDir = info.Config.WorkingDir
+		}
+		r.user = info.Config.User
+	}
+	return &Sandbox{cli: cli, id: info.ID, name: strings.TrimPrefix(info.Name, "/"), opts: r, closing: make(chan struct{})}, nil
+}
+
+// List returns the containers labelled talkops.created-by=talkops, running or not.
+func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
+	cli, err := p.engine(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list docker sandboxes: %w", err)
+	}
+	cs, err := cli.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", providers.LabelCreatedBy+"=talkops")),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list docker sandboxes: %w", err)
+	}
+	out := make([]providers.Info, 0, len(cs))
+	for _, c := range cs {
+		info := providers.Info{
+			Provider:  Name,
+			ID:        c.ID,
+			RunID:     c.Labels[providers.LabelRunID],
+			CreatedAt: time.Unix(c.Created, 0).UTC(),
+			State:     string(c.State),
+			Labels:    c.Labels,
+		}
+		if exp, err := time.Parse(time.RFC3339, c.Labels[providers.LabelExpiresAt]); err == nil {
+			info.ExpiresAt = exp.UTC()
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Delete force-removes a container. One that is already gone is not an error.
+func (p *Provider) Delete(ctx context.Context, id string) error {
+	cli, err := p.engine(ctx)
+	if err != nil {
+		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
+	}
+	err = cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+func checkEnv(env map[string]string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("environment variable name %q: want a non-empty name without '=' or NUL", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return fmt.Errorf("environment variable %s: value contains NUL", k)
+		}
+	}
+	return nil
+}

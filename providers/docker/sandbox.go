@@ -1,0 +1,438 @@
+package docker
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/talkops/talkops/providers"
+)
+
+// execTokenVar marks every process of one Exec (it is inherited by children), so that a
+// timeout or cancel can find and kill the whole tree, including processes that started
+// their own session or were re-parented to PID 1.
+const execTokenVar = "TALKOPS_EXEC_ID"
+
+// basePath is PATH for commands unless Spec.Env or Cmd.Env sets one; images set their
+// own in the container config, but exec's Env replaces nothing, so keep a sane default.
+const basePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Sandbox is one container.
+type Sandbox struct {
+	cli   *client.Client
+	id    string
+	name  string
+	owned bool
+	opts  resolved
+	env   map[string]string
+
+	mu      sync.Mutex
+	closed  bool
+	closing chan struct{} // closed by Close: running Execs return ErrClosed
+	oomSeen int64         // the container's oom_kill counter at the last check
+	wg      sync.WaitGroup
+}
+
+var _ providers.Sandbox = (*Sandbox)(nil)
+
+// ID is the container id.
+func (s *Sandbox) ID() string { return s.id }
+
+// Name is the container name, "talkops-<run>-<hex>".
+func (s *Sandbox) Name() string { return s.name }
+
+// WorkDir is the container's working directory.
+func (s *Sandbox) WorkDir() string { return s.opts.workDir }
+
+func (s *Sandbox) begin() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return providers.ErrClosed
+	}
+	s.wg.Add(1)
+	return nil
+}
+
+func (s *Sandbox) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *Sandbox) resolve(p string) string {
+	if p == "" {
+		return s.opts.workDir
+	}
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	return path.Join(s.opts.workDir, p)
+}
+
+// Exec runs a command with docker exec and waits for it.
+//
+// On Cmd.Timeout, ctx cancellation or Close, the command's processes are killed from
+// inside the container: a second exec (as root) sends SIGKILL to every process whose
+// environment carries this command's TALKOPS_EXEC_ID token, twice, so that children
+// forked meanwhile die too. That needs /bin/sh and grep in the image; without them, and
+// when the engine is on this host, the exec'd process itself is killed by its host PID.
+func (s *Sandbox) Exec(ctx context.Context, c providers.Cmd) (providers.ExecResult, error) {
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		return providers.ExecResult{}, errors.New("docker exec: empty argv")
+	}
+	if err := checkEnv(c.Env); err != nil {
+		return providers.ExecResult{}, fmt.Errorf("docker exec %s: %w", c.Argv[0], err)
+	}
+	if err := s.begin(); err != nil {
+		return providers.ExecResult{}, fmt.Errorf("docker exec %s: %w", c.Argv[0], err)
+	}
+	defer s.wg.Done()
+	return s.exec(ctx, c, s.opts.user)
+}
+
+func (s *Sandbox) environ(extra map[string]string, token string) []string {
+	env := map[string]string{"PATH": basePath}
+	for k, v := range s.env {
+		env[k] = v
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	env[execTokenVar] = token
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Sandbox) exec(ctx context.Context, c providers.Cmd, user string) (providers.ExecResult, error) {
+	argv0 := c.Argv[0]
+	if err := ctx.Err(); err != nil {
+		return providers.ExecResult{}, fmt.Errorf("docker exec %s: %w", argv0, err)
+	}
+	var tok [8]byte
+	_, _ = rand.Read(tok[:])
+	token := hex.EncodeToString(tok[:])
+	created, err := s.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{
+		Cmd:          c.Argv,
+		Env:          s.environ(c.Env, token),
+		WorkingDir:   s.resolve(c.Dir),
+		User:         user,
+		AttachStdin:  c.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return providers.ExecResult{}, s.execErr(ctx, argv0, "create", err)
+	}
+	resp, err := s.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return providers.ExecResult{}, s.execErr(ctx, argv0, "start", err)
+	}
+	defer resp.Close()
+	start := time.Now()
+
+	stdout := providers.NewCappedBuffer(c.OutputLimit)
+	stderr := providers.NewCappedBuffer(c.OutputLimit)
+	outW, errW := tee(stdout, c.Stdout), tee(stderr, c.Stderr)
+	if c.Stdin != nil {
+		go func() { // ends when stdin is drained or the connection closes
+			_, _ = io.Copy(resp.Conn, c.Stdin)
+			_ = resp.CloseWrite()
+		}()
+	}
+	copyDone := make(chan error, 1)
+	go func() { // ends at EOF, i.e. when the command exits or resp is closed
+		_, err := stdcopy.StdCopy(outW, errW, resp.Reader)
+		copyDone <- err
+	}()
+
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	res := providers.ExecResult{}
+	finish := func() {
+		res.Duration = time.Since(start)
+		res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+		res.Truncated = stdout.Truncated() || stderr.Truncated()
+	}
+	// abort kills the command and waits (bounded) for its output to end.
+	abort := func() {
+		s.killExec(ctx, created.ID, token)
+		select {
+		case <-copyDone:
+		case <-time.After(5 * time.Second):
+			resp.Close()
+			<-copyDone
+		}
+	}
+	select {
+	case <-copyDone:
+	case <-ctx.Done():
+		abort()
+		finish()
+		return res, fmt.Errorf("docker exec %s: %w", argv0, ctx.Err())
+	case <-s.closing:
+		resp.Close()
+		<-copyDone
+		finish()
+		return res, fmt.Errorf("docker exec %s: %w", argv0, providers.ErrClosed)
+	case <-timeout:
+		abort()
+		fmt.Fprintf(stderr, "\ntalkops: killed: command timed out after %s\n", c.Timeout)
+		finish()
+		res.ExitCode, res.TimedOut = 124, true
+		return res, nil
+	}
+	finish()
+
+	code, err := s.exitCode(ctx, created.ID)
+	if err != nil {
+		return res, s.execErr(ctx, argv0, "inspect", err)
+	}
+	res.ExitCode = code
+	if code == 126 && strings.HasPrefix(string(res.Stdout), "OCI runtime exec failed") {
+		// The engine reports a command it could not start on the stdout stream.
+		msg := strings.TrimSpace(string(res.Stdout))
+		res.Stdout = nil
+		switch {
+		case strings.Contains(msg, "chdir to cwd"):
+			return res, fmt.Errorf("docker exec %s: working directory %s: %w (%s)", argv0, s.resolve(c.Dir), fs.ErrNotExist, msg)
+		case strings.Contains(msg, "executable file not found"), strings.Contains(msg, "no such file or directory"):
+			res.ExitCode = 127
+		}
+		res.Stderr = append(res.Stderr, []byte(msg+"\n")...)
+	}
+	if res.ExitCode == 137 && s.oomKilled(ctx) {
+		res.Stderr = append(res.Stderr, []byte(fmt.Sprintf("talkops: killed: memory limit (%s) exceeded\n", humanBytes(s.opts.memory)))...)
+	}
+	return res, nil
+}
+
+// execErr wraps an engine error, preferring the context's or Close's cause.
+func (s *Sandbox) execErr(ctx context.Context, argv0, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("docker exec %s: %w", argv0, ctx.Err())
+	}
+	if s.isClosed() {
+		return fmt.Errorf("docker exec %s: %w", argv0, providers.ErrClosed)
+	}
+	if cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("docker exec %s: %s: container %s is gone: %w", argv0, what, s.id, err)
+	}
+	return fmt.Errorf("docker exec %s: %s: %w", argv0, what, err)
+}
+
+// exitCode waits (bounded) until the engine marks the exec finished.
+func (s *Sandbox) exitCode(ctx context.Context, execID string) (int, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := s.cli.ContainerExecInspect(ctx, execID)
+		if err != nil {
+			return 0, err
+		}
+		if !st.Running {
+			return st.ExitCode, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("exec %s still running after its output ended", execID)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// killScript kills every process whose environment holds the token. It runs twice so
+// children forked during the first pass die too.
+const killScript = `t="$1"; for pass in 1 2; do for e in /proc/[0-9]*/environ; do ` +
+	`if grep -q "^` + execTokenVar + `=$t\$" "$e" 2>/dev/null || tr '\0' '\n' < "$e" 2>/dev/null | grep -qx "` + execTokenVar + `=$t"; then ` +
+	`p=${e#/proc/}; kill -9 "${p%/environ}" 2>/dev/null; fi; done; done; exit 0`
+
+// killExec kills the command's processes; it runs on a context that outlives ctx.
+func (s *Sandbox) killExec(ctx context.Context, execID, token string) {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	res, err := s.exec(kctx, providers.Cmd{Argv: []string{"/bin/sh", "-c", killScript, "talkops-kill", token}}, "0")
+	if err == nil && res.ExitCode == 0 {
+		return
+	}
+	// No shell in the image: kill the exec'd process by its host PID when the engine
+	// runs on this host (the PID is meaningless for a remote engine).
+	if !strings.HasPrefix(s.cli.DaemonHost(), "unix://") {
+		return
+	}
+	if st, err := s.cli.ContainerExecInspect(kctx, execID); err == nil && st.Running && st.Pid > 0 {
+		_ = syscall.Kill(st.Pid, syscall.SIGKILL)
+	}
+}
+
+// oomKilled reports whether the container's memory cgroup OOM-killed a process since
+// the last check. It reads the kernel's oom_kill counter from inside the container (cgroup
+// v1 memory.oom_control or v2 memory.events), because the engine's OOMKilled flag covers
+// PID 1 only.
+func (s *Sandbox) oomKilled(ctx context.Context) bool {
+	res, err := s.exec(ctx, providers.Cmd{Argv: []string{"cat", "/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events"}}, "0")
+	if err != nil {
+		return false
+	}
+	var n int64 = -1
+	for line := range strings.Lines(string(res.Stdout)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "oom_kill "); ok {
+			if k, err := strconv.ParseInt(v, 10, 64); err == nil {
+				n = k
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n > s.oomSeen {
+		s.oomSeen = n
+		return true
+	}
+	return false
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}
+
+func tee(capture *providers.CappedBuffer, w io.Writer) io.Writer {
+	if w == nil {
+		return capture
+	}
+	return io.MultiWriter(capture, w)
+}
+
+// Upload extracts a gzip-compressed tar stream into dir, creating dir first. The engine
+// extracts it inside the container's file system, so no entry can reach the host.
+func (s *Sandbox) Upload(ctx context.Context, dir string, tgz io.Reader) error {
+	if err := s.begin(); err != nil {
+		return fmt.Errorf("docker upload %s: %w", dir, err)
+	}
+	defer s.wg.Done()
+	dst := s.resolve(dir)
+	if _, err := s.cli.ContainerStatPath(ctx, s.id, dst); err != nil {
+		if !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("docker upload %s: %w", dst, err)
+		}
+		res, err := s.exec(ctx, providers.Cmd{Argv: []string{"mkdir", "-p", "--", dst}}, s.opts.user)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("mkdir -p %s: exit %d: %s", dst, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+		}
+		if err != nil {
+			return fmt.Errorf("docker upload %s: %w", dst, err)
+		}
+	}
+	err := s.cli.CopyToContainer(ctx, s.id, dst, tgz, container.CopyToContainerOptions{CopyUIDGID: s.opts.user != ""})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("docker upload %s: %w", dst, ctx.Err())
+		}
+		return fmt.Errorf("docker upload %s: %w", dst, err)
+	}
+	return nil
+}
+
+// Download opens a regular file; a symlink is followed once, within the container.
+func (s *Sandbox) Download(ctx context.Context, p string) (io.ReadCloser, error) {
+	if err := s.begin(); err != nil {
+		return nil, fmt.Errorf("docker download %s: %w", p, err)
+	}
+	defer s.wg.Done()
+	src := s.resolve(p)
+	st, err := s.cli.ContainerStatPath(ctx, s.id, src)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("docker download %s: %w", src, fs.ErrNotExist)
+		}
+		return nil, fmt.Errorf("docker download %s: %w", src, err)
+	}
+	if st.Mode&fs.ModeSymlink != 0 && st.LinkTarget != "" {
+		src = st.LinkTarget
+	}
+	rc, _, err := s.cli.CopyFromContainer(ctx, s.id, src)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("docker download %s: %w", src, fs.ErrNotExist)
+		}
+		return nil, fmt.Errorf("docker download %s: %w", src, err)
+	}
+	tr := tar.NewReader(rc)
+	hdr, err := tr.Next()
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("docker download %s: read archive: %w", src, err)
+	}
+	if hdr.Typeflag != tar.TypeReg {
+		rc.Close()
+		return nil, fmt.Errorf("docker download %s: not a regular file", src)
+	}
+	return readCloser{Reader: tr, Closer: rc}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// Close stops running commands and force-removes the container if this process created
+// it. The second call returns nil.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.closing)
+	s.mu.Unlock()
+	var err error
+	if s.owned {
+		err = s.remove(ctx)
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = errors.Join(err, fmt.Errorf("close docker sandbox %s: waiting for commands: %w", s.id, ctx.Err()))
+	}
+	return err
+}
+
+func (s *Sandbox) remove(ctx context.Context) error {
+	err := s.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
+		return fmt.Errorf("close docker sandbox %s: remove container: %w", s.id, err)
+	}
+	return nil
+}
