@@ -506,4 +506,3 @@ func TestContainerName(t *testing.T) {
 		}
 	}
 }
-
