@@ -3,7 +3,6 @@ package github
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
 	gh "github.com/google/go-github/v62/github"
@@ -18,24 +17,6 @@ const CommentBytes = 60000
 
 // maxCommentPages bounds the search for our comment (100 comments a page).
 const maxCommentPages = 30
-
-var keyChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// Marker is the hidden first line of the sticky comment. One comment per rubric: a
-// workflow that runs two rubrics keeps two comments.
-func Marker(r *result.Result) string {
-	key := "default"
-	if r.Rubric != nil && r.Rubric.Name != "" {
-		key = strings.Trim(keyChars.ReplaceAllString(r.Rubric.Name, "-"), "-")
-		if len(key) > 64 {
-			key = key[:64]
-		}
-		if key == "" {
-			key = "default"
-		}
-	}
-	return "<!-- talkops:result:v1 key=" + key + " -->"
-}
 
 // comment creates the sticky PR comment, or updates ours in place. A comment is ours
 // only if it starts with our marker and its author is the token's identity: anyone can
@@ -60,7 +41,7 @@ func (p *Publisher) comment(ctx context.Context, r *result.Result, t target) err
 	if err != nil {
 		return p.commentFailed(err)
 	}
-	marker := Marker(r)
+	marker := render.Marker(r)
 	body := render.Markdown(r, render.Options{
 		MaxBytes:    CommentBytes,
 		Redactor:    p.cfg.Redactor,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/report/hygiene"
+	"github.com/talkops/talkops/report/render"
 	"github.com/talkops/talkops/result"
 )
 
@@ -281,7 +282,7 @@ func TestCommentByOthersWithOurMarkerIsNotEdited(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "pull_request", prPayload(false))
 	r := makeResult(1, 0)
-	forged := Marker(r) + "\nI am not talkops"
+	forged := render.Marker(r) + "\nI am not talkops"
 	h.fake.comments = []*fakeComment{{ID: 1, Login: "mallory", Body: forged}}
 	h.publish(t, h.publisher(t, nil), r)
 
@@ -304,11 +305,11 @@ func TestCommentFoundByTokenUser(t *testing.T) {
 	h.fake.userLogin = "ci-bot"
 	r := makeResult(1, 0)
 	h.fake.comments = []*fakeComment{
-		{ID: 1, Login: DefaultBotLogin, Body: Marker(r) + "\nold, by another workflow's token"},
-		{ID: 2, Login: "ci-bot", Body: Marker(r) + "\nold"},
+		{ID: 1, Login: DefaultBotLogin, Body: render.Marker(r) + "\nold, by another workflow's token"},
+		{ID: 2, Login: "ci-bot", Body: render.Marker(r) + "\nold"},
 	}
 	h.publish(t, h.publisher(t, nil), r)
-	if h.fake.comments[0].Body != Marker(r)+"\nold, by another workflow's token" {
+	if h.fake.comments[0].Body != render.Marker(r)+"\nold, by another workflow's token" {
 		t.Errorf("a comment by another identity was edited")
 	}
 	if !strings.Contains(h.fake.comments[1].Body, "**fail**") {
@@ -537,7 +538,7 @@ func TestHostileTextIsInertEverywhere(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "pull_request", prPayload(false))
 	r := makeResult(0, 0)
-	hostile := "pwned ```` fence\n::error::injected\n" + Marker(r) + " cc @org/team " + secret + " ghp_" + strings.Repeat("x", 36)
+	hostile := "pwned ```` fence\n::error::injected\n" + render.Marker(r) + " cc @org/team " + secret + " ghp_" + strings.Repeat("x", 36)
 	r.Findings = []result.Finding{
 		{Path: "infra/sg.tf", StartLine: 3, Severity: "error", Title: "@octocat ::warning::t", Message: hostile, Source: "agent", Fingerprint: "h"},
 		{Severity: "warning", Message: hostile, Source: "agent", Fingerprint: "h2"},
@@ -562,7 +563,7 @@ func TestHostileTextIsInertEverywhere(t *testing.T) {
 		"check text":        c.Text,
 		"check title":       c.Title,
 		"check annotations": strings.Join(anns, "\n"),
-		"comment":           strings.TrimPrefix(h.fake.comments[0].Body, Marker(r)+"\n"),
+		"comment":           strings.TrimPrefix(h.fake.comments[0].Body, render.Marker(r)+"\n"),
 	}
 	// Hostile text also goes out as workflow commands when the check run is not allowed.
 	h2 := newHarness(t, "pull_request", prPayload(true))

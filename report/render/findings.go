@@ -185,6 +185,25 @@ func RelPath(r *result.Result, p string) (string, bool) {
 	return p, true
 }
 
+var keyChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Marker is the hidden first line of a sticky comment or note: one per rubric, so a
+// workflow that runs two rubrics keeps two comments. Only a comment that starts with it
+// (and is written by the token's identity) is ever updated.
+func Marker(r *result.Result) string {
+	key := "default"
+	if r.Rubric != nil && r.Rubric.Name != "" {
+		key = strings.Trim(keyChars.ReplaceAllString(r.Rubric.Name, "-"), "-")
+		if len(key) > 64 {
+			key = key[:64]
+		}
+		if key == "" {
+			key = "default"
+		}
+	}
+	return "<!-- talkops:result:v1 key=" + key + " -->"
+}
+
 var (
 	lineRefs = regexp.MustCompile(`(?i)\b(?:line|ln|l\.)\s*\d+(?:\s*[-:,]\s*\d+)*|:\d+(?::\d+)?\b`)
 	spaces   = regexp.MustCompile(`\s+`)
