@@ -1,0 +1,493 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Type is the kind of value a Key holds; it decides how the value is parsed from a config
+// file, an environment variable or a flag, and how it is shown.
+type Type int
+
+// Value types.
+const (
+	// TypeString is any string.
+	TypeString Type = iota + 1
+	// TypeBool is a TOML boolean, or one of the strings true, false, yes, no, 1, 0
+	// (any case).
+	TypeBool
+	// TypeDuration is a Go duration string ("30m", "1h30m", "0" for none); never negative.
+	TypeDuration
+	// TypeSize is a byte count: a TOML integer, or a string with an optional unit
+	// ("10MiB", "512KiB", "1GB", "2048"). Must be positive.
+	TypeSize
+	// TypeEnum is one of Key.Choices.
+	TypeEnum
+	// TypeProvider is a sandbox provider name from Options.Providers.
+	TypeProvider
+	// TypeList is a TOML array of strings; from an environment variable or a flag, a
+	// comma-separated list.
+	TypeList
+	// TypePath is a host path. A relative path from a config file is resolved against the
+	// directory holding that file's .talkops/ folder; from a flag or the environment,
+	// against the working directory; a default, against the project root. "~/" is the
+	// home directory.
+	TypePath
+	// TypeFile is a TypePath that must name an existing regular file.
+	TypeFile
+)
+
+var typeNames = map[Type]string{
+	TypeString:   "string",
+	TypeBool:     "boolean",
+	TypeDuration: "duration",
+	TypeSize:     "size",
+	TypeEnum:     "enum",
+	TypeProvider: "provider",
+	TypeList:     "list",
+	TypePath:     "path",
+	TypeFile:     "file",
+}
+
+// String names the type as help text shows it.
+func (t Type) String() string {
+	if s, ok := typeNames[t]; ok {
+		return s
+	}
+	return "Type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Key describes one setting: its name in config.toml, its type, the environment variables
+// that set it, its default and its help. Adding a setting is one entry in the table
+// returned by Keys (plus the typed field it lands in).
+type Key struct {
+	// Name is the dotted TOML path: "sandboxes.default" is key default in [sandboxes].
+	Name string
+	// Aliases are other accepted spellings of the same key. Setting a key and its alias
+	// in one file is an error.
+	Aliases []string
+	Type    Type
+	// Env lists the environment variables that set the key, highest precedence first.
+	Env []string
+	// Default is the value when nothing else sets it, written as a user would write it
+	// in an environment variable; "" means unset.
+	Default string
+	// Help is one line for --help and the docs.
+	Help string
+	// Choices are the valid values of a TypeEnum.
+	Choices []string
+	// Secret keys are shown redacted by Values and Print.
+	Secret bool
+	// Check is an extra validation of the parsed value (string, bool, time.Duration,
+	// int64 or []string), or nil.
+	Check func(v any) error
+
+	// field returns a pointer to the typed Config field the value is stored in.
+	field func(c *Config) any
+}
+
+// keys is the table of every setting. Keep it in the order `talkops config` prints.
+var keys = []Key{
+	{
+		Name:    "sandboxes.default",
+		Aliases: []string{"sandboxes.provider"},
+		Type:    TypeProvider,
+		Env:     []string{"TALKOPS_SANDBOX_PROVIDER", "SANDBOX_PROVIDER"},
+		Default: "local",
+		Help:    "sandbox provider the agent's tools run in",
+		field:   func(c *Config) any { return &c.Sandbox.Provider },
+	},
+	{
+		Name:  "sandboxes.sandbox_id",
+		Type:  TypeString,
+		Env:   []string{"TALKOPS_SANDBOX_ID", "SANDBOX_ID"},
+		Help:  "attach to this running sandbox instead of creating one; it is never deleted",
+		field: func(c *Config) any { return &c.Sandbox.ID },
+	},
+	{
+		Name:    "sandboxes.snapshot_name",
+		Aliases: []string{"sandboxes.snapshot"},
+		Type:    TypeString,
+		Env:     []string{"TALKOPS_SANDBOX_SNAPSHOT", "SANDBOX_SNAPSHOT"},
+		Default: "talkops-aws-agent",
+		Help:    "snapshot or blueprint a new sandbox starts from, on providers that support snapshots",
+		field:   func(c *Config) any { return &c.Sandbox.Snapshot },
+	},
+	{
+		Name:  "sandboxes.setup_script_path",
+		Type:  TypeFile,
+		Env:   []string{"TALKOPS_SANDBOX_SETUP_SCRIPT", "SANDBOX_SETUP_SCRIPT"},
+		Help:  "script run inside the sandbox after it starts and the workspace is synced",
+		field: func(c *Config) any { return &c.Sandbox.SetupScript },
+	},
+	{
+		Name:    "sandboxes.sync_workspace",
+		Type:    TypeBool,
+		Env:     []string{"TALKOPS_SANDBOX_SYNC_WORKSPACE", "SANDBOX_SYNC_WORKSPACE"},
+		Default: "true",
+		Help:    "upload the project into the sandbox before the setup script runs",
+		field:   func(c *Config) any { return &c.Sandbox.SyncWorkspace },
+	},
+	{
+		Name:    "sandboxes.image",
+		Type:    TypeString,
+		Env:     []string{"TALKOPS_SANDBOX_IMAGE", "SANDBOX_IMAGE"},
+		Default: "python:3.12-slim",
+		Help:    "base image for a new sandbox, or for a snapshot the provider builds",
+		field:   func(c *Config) any { return &c.Sandbox.Image },
+	},
+	{
+		Name:  "sandboxes.sync.include",
+		Type:  TypeList,
+		Help:  "patterns uploaded even though they would be withheld as secrets or ignored",
+		field: func(c *Config) any { return &c.Sandbox.Sync.Include },
+	},
+	{
+		Name:  "sandboxes.sync.exclude",
+		Type:  TypeList,
+		Help:  "extra patterns never uploaded",
+		field: func(c *Config) any { return &c.Sandbox.Sync.Exclude },
+	},
+	{
+		Name:    "sandboxes.sync.max_file_size",
+		Type:    TypeSize,
+		Default: "10MiB",
+		Help:    "files larger than this are not uploaded",
+		field:   func(c *Config) any { return &c.Sandbox.Sync.MaxFileSize },
+	},
+	{
+		Name:    "run.timeout",
+		Type:    TypeDuration,
+		Env:     []string{"TALKOPS_TIMEOUT"},
+		Default: "30m",
+		Help:    "wall-clock budget for the whole run (0 = none); running out exits 124",
+		field:   func(c *Config) any { return &c.Run.Timeout },
+	},
+	{
+		Name:    "run.report_dir",
+		Type:    TypePath,
+		Env:     []string{"TALKOPS_REPORT_DIR"},
+		Default: ".talkops/report",
+		Help:    "directory result.json and the reports are written to",
+		field:   func(c *Config) any { return &c.Run.ReportDir },
+	},
+	{
+		Name:    "run.output_format",
+		Type:    TypeEnum,
+		Env:     []string{"TALKOPS_OUTPUT_FORMAT"},
+		Default: "text",
+		Choices: []string{"text", "json", "stream-json"},
+		Help:    "what stdout carries: the answer as text, one JSON document, or JSON lines of events",
+		field:   func(c *Config) any { return &c.Run.OutputFormat },
+	},
+	{
+		Name:    "run.log_level",
+		Type:    TypeEnum,
+		Env:     []string{"TALKOPS_LOG_LEVEL"},
+		Default: "info",
+		Choices: []string{"debug", "info", "warn", "error"},
+		Help:    "least severe log level written to stderr",
+		field:   func(c *Config) any { return &c.Run.LogLevel },
+	},
+}
+
+// HelpText is Help followed by the default, the choices, the environment variables and
+// the config.toml key, for a flag's --help line:
+//
+//	wall-clock budget ... (default "30m"; env TALKOPS_TIMEOUT; config [run] timeout)
+func (k Key) HelpText() string {
+	var extra []string
+	if k.Default != "" {
+		extra = append(extra, fmt.Sprintf("default %q", k.Default))
+	}
+	if len(k.Choices) > 0 {
+		extra = append(extra, "one of "+strings.Join(k.Choices, ", "))
+	}
+	if len(k.Env) > 0 {
+		extra = append(extra, "env "+strings.Join(k.Env, ", "))
+	}
+	i := strings.LastIndexByte(k.Name, '.')
+	extra = append(extra, "config ["+k.Name[:max(i, 0)]+"] "+k.Name[i+1:])
+	return k.Help + " (" + strings.Join(extra, "; ") + ")"
+}
+
+// Keys returns the table of settings, in display order, for help text and docs.
+func Keys() []Key {
+	out := make([]Key, len(keys))
+	for i, k := range keys {
+		k.Aliases = slices.Clone(k.Aliases)
+		k.Env = slices.Clone(k.Env)
+		k.Choices = slices.Clone(k.Choices)
+		out[i] = k
+	}
+	return out
+}
+
+// Lookup returns the Key named name or one of its aliases.
+func Lookup(name string) (Key, bool) {
+	if k := lookup(name); k != nil {
+		return *k, true
+	}
+	return Key{}, false
+}
+
+func lookup(name string) *Key {
+	for i := range keys {
+		if keys[i].Name == name || slices.Contains(keys[i].Aliases, name) {
+			return &keys[i]
+		}
+	}
+	return nil
+}
+
+// boolWords are the accepted spellings of a boolean given as a string.
+var boolWords = []string{"true", "false", "yes", "no", "1", "0"}
+
+// parseText parses a value given as text: an environment variable, a flag or a default.
+func parseText(k *Key, s string, providers []string) (any, error) {
+	switch k.Type {
+	case TypeString, TypePath, TypeFile:
+		return s, nil
+	case TypeBool:
+		return parseBool(s)
+	case TypeDuration:
+		return parseDuration(s)
+	case TypeSize:
+		return parseSize(s)
+	case TypeEnum:
+		return parseChoice(s, k.Choices, "values")
+	case TypeProvider:
+		return parseProvider(s, providers)
+	case TypeList:
+		var out []string
+		for part := range strings.SplitSeq(s, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("key %s has unknown type %v", k.Name, k.Type)
+}
+
+// parseTOML parses a value as go-toml decoded it from a config file.
+func parseTOML(k *Key, v any, providers []string) (any, error) {
+	switch k.Type {
+	case TypeBool:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+		if s, ok := v.(string); ok {
+			return parseBool(s)
+		}
+		return nil, badValue(boolWords, "values", "want a boolean, got %s", describe(v))
+	case TypeSize:
+		if n, ok := v.(int64); ok {
+			if n <= 0 {
+				return nil, badValue(nil, "", "size must be positive, got %d", n)
+			}
+			return n, nil
+		}
+		if s, ok := v.(string); ok {
+			return parseSize(s)
+		}
+		return nil, badValue(nil, "", "want a size in bytes or a string like \"10MiB\", got %s", describe(v))
+	case TypeList:
+		arr, ok := v.([]any)
+		if !ok {
+			return nil, badValue(nil, "", "want an array of strings, got %s", describe(v))
+		}
+		out := make([]string, 0, len(arr))
+		for i, e := range arr {
+			s, ok := e.(string)
+			if !ok {
+				return nil, badValue(nil, "", "want an array of strings, element %d is %s", i, describe(e))
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	case TypeDuration:
+		s, ok := v.(string)
+		if !ok {
+			return nil, badValue(nil, "", "want a duration string like \"30m\", got %s", describe(v))
+		}
+		return parseDuration(s)
+	case TypeEnum:
+		s, ok := v.(string)
+		if !ok {
+			return nil, badValue(k.Choices, "values", "want a string, got %s", describe(v))
+		}
+		return parseChoice(s, k.Choices, "values")
+	case TypeProvider:
+		s, ok := v.(string)
+		if !ok {
+			return nil, badValue(providers, "providers", "want a provider name, got %s", describe(v))
+		}
+		return parseProvider(s, providers)
+	case TypeString, TypePath, TypeFile:
+		s, ok := v.(string)
+		if !ok {
+			return nil, badValue(nil, "", "want a string, got %s", describe(v))
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("key %s has unknown type %v", k.Name, k.Type)
+}
+
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "yes", "1":
+		return true, nil
+	case "false", "no", "0":
+		return false, nil
+	}
+	return false, badValue(boolWords, "values", "invalid boolean %q", s)
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, badValue(nil, "", "invalid duration %q: want a number with a unit, like \"90s\", \"30m\" or \"1h30m\"", s)
+	}
+	if d < 0 {
+		return 0, badValue(nil, "", "duration %q is negative", s)
+	}
+	return d, nil
+}
+
+var sizeUnits = []struct {
+	name string
+	mult int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
+	{"B", 1},
+}
+
+func sizeUnitNames() []string {
+	out := make([]string, len(sizeUnits))
+	for i, u := range sizeUnits {
+		out[i] = u.name
+	}
+	return out
+}
+
+// parseSize reads "10MiB", "1.5GB", "512 KiB" or "2048" (bytes).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if len(t) > len(u.name) && strings.EqualFold(t[len(t)-len(u.name):], u.name) {
+			mult = u.mult
+			t = strings.TrimSpace(t[:len(t)-len(u.name)])
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, badValue(sizeUnitNames(), "units", "invalid size %q: want a byte count, optionally with a unit, like \"10MiB\"", s)
+	}
+	n := f * float64(mult)
+	if n < 1 {
+		return 0, badValue(nil, "", "size %q must be at least one byte", s)
+	}
+	if n >= math.MaxInt64 {
+		return 0, badValue(nil, "", "size %q is too large", s)
+	}
+	return int64(n), nil
+}
+
+func parseChoice(s string, choices []string, what string) (string, error) {
+	if slices.Contains(choices, s) {
+		return s, nil
+	}
+	return "", badValue(choices, what, "invalid value %q", s)
+}
+
+// parseProvider accepts any name when providers is nil (the caller did not say).
+func parseProvider(s string, providers []string) (string, error) {
+	if s == "" {
+		return "", badValue(providers, "providers", "empty provider name")
+	}
+	if providers == nil || slices.Contains(providers, s) {
+		return s, nil
+	}
+	return "", badValue(providers, "providers", "unknown provider %q", s)
+}
+
+// describe names a decoded TOML value's type and shows it, for messages.
+func describe(v any) string {
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case int64:
+		return fmt.Sprintf("integer %d", v)
+	case float64:
+		return fmt.Sprintf("float %v", v)
+	case bool:
+		return fmt.Sprintf("boolean %v", v)
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	case time.Time:
+		return "a date-time"
+	case toml.LocalDateTime:
+		return "a local date-time"
+	case toml.LocalDate:
+		return "a date"
+	case toml.LocalTime:
+		return "a time"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// format shows a parsed value the way a user would write it.
+func format(k *Key, v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case bool:
+		return strconv.FormatBool(v)
+	case time.Duration:
+		return formatDuration(v)
+	case int64:
+		if k.Type == TypeSize {
+			return formatSize(v)
+		}
+		return strconv.FormatInt(v, 10)
+	case []string:
+		return strings.Join(v, ",")
+	}
+	return fmt.Sprint(v)
+}
+
+// formatDuration drops the zero units time.Duration.String keeps: "30m", not "30m0s".
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		name string
+		mult int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}

@@ -1,0 +1,433 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// pathSep joins key parts in position-index keys; TOML keys may contain dots, so a dot
+// cannot be the separator.
+const pathSep = "\x1f"
+
+// pos is a 1-based position in a config file.
+type pos struct {
+	line, col int
+}
+
+// posIndex remembers where every key and value of a document is. Paths are key parts
+// joined with pathSep; an element of an array (of tables) is the part "#<index>".
+type posIndex struct {
+	keys map[string]pos
+	vals map[string]pos
+}
+
+func joinPath(parts []string) string { return strings.Join(parts, pathSep) }
+
+func (ix posIndex) key(parts []string) pos { return ix.keys[joinPath(parts)] }
+
+// val returns the value's position, or the key's if the value has none recorded.
+func (ix posIndex) val(parts []string) pos {
+	if p, ok := ix.vals[joinPath(parts)]; ok {
+		return p
+	}
+	return ix.key(parts)
+}
+
+// decodeTOML parses data twice: with go-toml's decoder, which validates the document
+// (syntax, duplicate keys, table redefinitions), into plain maps; and with its parser, to
+// record the position of every key and value.
+func decodeTOML(data []byte) (map[string]any, posIndex, error) {
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return nil, posIndex{}, err
+	}
+	ix, err := indexPositions(data)
+	if err != nil {
+		return nil, posIndex{}, err
+	}
+	return doc, ix, nil
+}
+
+// lineStarts returns the offset of each line's first byte.
+func lineStarts(data []byte) []int {
+	starts := []int{0}
+	for i, b := range data {
+		if b == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+// indexer walks go-toml's parser output and records positions.
+type indexer struct {
+	data   []byte
+	starts []int // offset of each line's first byte
+	ix     posIndex
+}
+
+func (x *indexer) at(r unstable.Range) pos {
+	off := int(r.Offset)
+	line := sort.Search(len(x.starts), func(i int) bool { return x.starts[i] > off })
+	return pos{line: line, col: off - x.starts[line-1] + 1}
+}
+
+func indexPositions(data []byte) (posIndex, error) {
+	x := &indexer{data: data, starts: lineStarts(data), ix: posIndex{keys: map[string]pos{}, vals: map[string]pos{}}}
+	var p unstable.Parser
+	p.Reset(data)
+	var table []string
+	arrays := map[string]int{} // array-of-tables path → elements so far
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			// Each part of a header is recorded at its own position, so an error about
+			// [sandboxes.providers.vercel] points at "vercel".
+			var resolved []string
+			it := e.Key()
+			for it.Next() {
+				n := it.Node()
+				here := x.at(n.Raw)
+				resolved = append(resolved, string(n.Data))
+				path := joinPath(resolved)
+				switch {
+				case it.IsLast() && e.Kind == unstable.ArrayTable:
+					if _, ok := x.ix.keys[path]; !ok {
+						x.ix.keys[path] = here
+					}
+					resolved = append(resolved, "#"+strconv.Itoa(arrays[path]))
+					arrays[path]++
+				case arrays[path] > 0:
+					resolved = append(resolved, "#"+strconv.Itoa(arrays[path]-1))
+				}
+				if _, ok := x.ix.keys[joinPath(resolved)]; !ok {
+					x.ix.keys[joinPath(resolved)] = here
+				}
+			}
+			table = resolved
+		case unstable.KeyValue:
+			x.keyValue(table, e)
+		}
+	}
+	if err := p.Error(); err != nil {
+		// Unreachable after a successful Unmarshal of the same bytes; kept so a parser
+		// difference surfaces as an error instead of missing positions.
+		return x.ix, fmt.Errorf("index positions: %w", err)
+	}
+	return x.ix, nil
+}
+
+func (x *indexer) keyValue(table []string, kv *unstable.Node) {
+	path := slices.Clone(table)
+	end := 0
+	it := kv.Key()
+	for it.Next() {
+		n := it.Node()
+		path = append(path, string(n.Data))
+		if _, ok := x.ix.keys[joinPath(path)]; !ok {
+			x.ix.keys[joinPath(path)] = x.at(n.Raw)
+		}
+		end = int(n.Raw.Offset + n.Raw.Length)
+	}
+	// The value starts after the last key part, the '=' and the blanks around it. The
+	// parser gives arrays no range, so this is the one reliable place to find it.
+	valAt := end
+	for valAt < len(x.data) && (x.data[valAt] == ' ' || x.data[valAt] == '\t' || x.data[valAt] == '=') {
+		valAt++
+	}
+	x.value(path, kv.Value(), x.at(unstable.Range{Offset: uint32(valAt)}))
+}
+
+// value records v's position: its own range when the parser gives one, else where.
+func (x *indexer) value(path []string, v *unstable.Node, where pos) {
+	p := where
+	if v.Raw.Length > 0 && v.Kind != unstable.Array {
+		p = x.at(v.Raw)
+	}
+	x.ix.vals[joinPath(path)] = p
+	switch v.Kind {
+	case unstable.Array:
+		i := 0
+		for it := v.Children(); it.Next(); {
+			c := it.Node()
+			if c.Kind == unstable.Comment {
+				continue
+			}
+			elem := append(slices.Clone(path), "#"+strconv.Itoa(i))
+			x.value(elem, c, p)
+			x.ix.keys[joinPath(elem)] = x.ix.vals[joinPath(elem)]
+			i++
+		}
+	case unstable.InlineTable:
+		for it := v.Children(); it.Next(); {
+			if c := it.Node(); c.Kind == unstable.KeyValue {
+				x.keyValue(path, c)
+			}
+		}
+	}
+}
+
+// fileSource describes one config file being read.
+type fileSource struct {
+	abs     string // absolute path
+	display string // as shown in errors: relative, ~/..., or absolute
+	label   string // as shown in sources, before ":line"
+	base    string // directory relative paths in the file resolve against
+	layer   layer
+	ix      posIndex
+}
+
+func (f *fileSource) errAt(p pos, key, msg string, err error) *Error {
+	e := &Error{File: f.display, Line: p.line, Column: p.col, Key: key, Msg: msg, Err: err}
+	var ve *valueError
+	if errors.As(err, &ve) {
+		e.Valid, e.ValidWhat = ve.valid, ve.validWhat
+	}
+	if e.Line == 0 {
+		// Every position should be in the index; the table start is the honest fallback.
+		e.Line = 1
+	}
+	return e
+}
+
+// sourceAt is the source of the value at path.
+func (f *fileSource) sourceAt(path []string) source {
+	p := f.ix.key(path)
+	return source{label: f.label + ":" + strconv.Itoa(p.line), file: f, line: p.line, col: p.col, val: f.ix.val(path), base: f.base, layer: f.layer}
+}
+
+// decodeError turns go-toml's error into an *Error at the position go-toml found.
+func (f *fileSource) decodeError(err error) *Error {
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, col := de.Position()
+		if line < 1 {
+			line = 1
+		}
+		return &Error{File: f.display, Line: line, Column: col, Key: strings.Join(de.Key(), "."),
+			Msg: "invalid TOML: " + strings.TrimPrefix(de.Error(), "toml: "), Err: err}
+	}
+	// go-toml reports document problems as *DecodeError; anything else has no position.
+	return &Error{File: f.display, Line: 1, Msg: "invalid TOML: " + strings.TrimPrefix(err.Error(), "toml: "), Err: err}
+}
+
+// schema is the tree of valid tables and keys, built from the key table.
+type schema struct {
+	name      string
+	key       *Key // leaf
+	children  []*schema
+	providers bool // the [sandboxes.providers.NAME] tables
+}
+
+func (s *schema) child(name string) *schema {
+	for _, c := range s.children {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (s *schema) childNames() []string {
+	out := make([]string, len(s.children))
+	for i, c := range s.children {
+		out[i] = c.name
+	}
+	return out
+}
+
+func (s *schema) add(parts []string, leaf *Key) *schema {
+	n := s
+	for _, part := range parts {
+		c := n.child(part)
+		if c == nil {
+			c = &schema{name: part}
+			n.children = append(n.children, c)
+		}
+		n = c
+	}
+	n.key = leaf
+	return n
+}
+
+// providersTable is the dotted name of the per-provider tables.
+const providersTable = "sandboxes.providers"
+
+var root = buildSchema()
+
+func buildSchema() *schema {
+	s := &schema{}
+	for i := range keys {
+		k := &keys[i]
+		s.add(strings.Split(k.Name, "."), k)
+		for _, a := range k.Aliases {
+			s.add(strings.Split(a, "."), k)
+		}
+		if k.Name == "sandboxes.sync_workspace" {
+			// Keep [sandboxes.sync] next to sync_workspace in "valid keys" lists.
+			s.add([]string{"sandboxes", "sync"}, nil)
+		}
+	}
+	s.add(strings.Split(providersTable, "."), nil).providers = true
+	return s
+}
+
+// typeName names a TOML value's type for "want a table, got ..." messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a table"
+	case []any:
+		return "an array"
+	}
+	return describe(v)
+}
+
+// sortedKeys orders a table's keys as they appear in the file, so the first error
+// reported is the first in the file.
+func sortedKeys(m map[string]any, ix posIndex, path []string) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	at := func(name string) pos { return ix.key(append(slices.Clone(path), name)) }
+	slices.SortFunc(names, func(a, b string) int {
+		pa, pb := at(a), at(b)
+		if pa.line != pb.line {
+			return pa.line - pb.line
+		}
+		if pa.col != pb.col {
+			return pa.col - pb.col
+		}
+		return strings.Compare(a, b)
+	})
+	return names
+}
+
+// fileValues is what one config file sets.
+type fileValues struct {
+	settings  map[string]setting // by canonical key name
+	spelled   map[string]string  // canonical key name → spelling used in the file
+	providers map[string]*ProviderTable
+}
+
+// readDoc validates a decoded document against the schema and collects its settings.
+func (l *loader) readDoc(f *fileSource, doc map[string]any) (*fileValues, error) {
+	fv := &fileValues{settings: map[string]setting{}, spelled: map[string]string{}, providers: map[string]*ProviderTable{}}
+	if err := l.walk(f, fv, root, doc, nil); err != nil {
+		return nil, err
+	}
+	return fv, nil
+}
+
+func (l *loader) walk(f *fileSource, fv *fileValues, s *schema, m map[string]any, path []string) error {
+	for _, name := range sortedKeys(m, f.ix, path) {
+		v := m[name]
+		p := append(slices.Clone(path), name)
+		dotted := strings.Join(p, ".")
+		c := s.child(name)
+		switch {
+		case c == nil:
+			what, valid := "key", s.childNames()
+			if len(path) == 0 {
+				what = "section"
+			}
+			e := f.errAt(f.ix.key(p), dotted, fmt.Sprintf("unknown %s %q", what, dotted), nil)
+			e.Valid, e.ValidWhat = valid, what+"s"
+			return e
+		case c.key != nil:
+			if err := l.readKey(f, fv, c.key, dotted, p, v); err != nil {
+				return err
+			}
+		default:
+			sub, ok := v.(map[string]any)
+			if !ok {
+				return f.errAt(f.ix.val(p), dotted, fmt.Sprintf("%s: want a table [%s], got %s", dotted, dotted, typeName(v)), nil)
+			}
+			if c.providers {
+				if err := l.readProviders(f, fv, sub, p); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := l.walk(f, fv, c, sub, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (l *loader) readKey(f *fileSource, fv *fileValues, k *Key, dotted string, path []string, v any) error {
+	if prev, ok := fv.spelled[k.Name]; ok {
+		return f.errAt(f.ix.key(path), dotted, fmt.Sprintf("%s and %s are the same setting; set only %s", prev, dotted, k.Name), nil)
+	}
+	if _, isTable := v.(map[string]any); isTable {
+		return f.errAt(f.ix.val(path), dotted, fmt.Sprintf("%s: want a %s, got a table", dotted, k.Type), nil)
+	}
+	parsed, err := parseTOML(k, v, l.opts.Providers)
+	if err != nil {
+		return f.errAt(f.ix.val(path), dotted, dotted+": "+err.Error(), err)
+	}
+	src := f.sourceAt(path)
+	parsed = l.resolvePath(k, parsed, src.base)
+	if err := runCheck(k, parsed); err != nil {
+		return f.errAt(f.ix.val(path), dotted, dotted+": "+err.Error(), err)
+	}
+	fv.spelled[k.Name] = dotted
+	fv.settings[k.Name] = setting{val: parsed, src: src}
+	return nil
+}
+
+func runCheck(k *Key, v any) error {
+	if k.Check == nil {
+		return nil
+	}
+	return k.Check(v)
+}
+
+func (l *loader) readProviders(f *fileSource, fv *fileValues, m map[string]any, path []string) error {
+	for _, name := range sortedKeys(m, f.ix, path) {
+		p := append(slices.Clone(path), name)
+		dotted := strings.Join(p, ".")
+		if l.opts.Providers != nil && !slices.Contains(l.opts.Providers, name) {
+			e := f.errAt(f.ix.key(p), dotted, fmt.Sprintf("unknown provider %q in [%s]", name, dotted), nil)
+			e.Valid, e.ValidWhat = l.opts.Providers, "providers"
+			return e
+		}
+		tbl, ok := m[name].(map[string]any)
+		if !ok {
+			return f.errAt(f.ix.val(p), dotted, fmt.Sprintf("%s: want a table [%s], got %s", dotted, dotted, typeName(m[name])), nil)
+		}
+		pt := &ProviderTable{Name: name, Values: map[string]any{}, pos: map[string]filePos{}}
+		pt.header = filePos{file: f, pos: f.ix.key(p)}
+		prefix := joinPath(p) + pathSep
+		for k, kp := range f.ix.keys {
+			if strings.HasPrefix(k, prefix) {
+				rel := strings.TrimPrefix(k, prefix)
+				pt.pos[rel] = filePos{file: f, pos: kp, val: f.ix.vals[k]}
+			}
+		}
+		for k, v := range tbl {
+			pt.Values[k] = v
+		}
+		if wd, ok := tbl[workingDirKey]; ok {
+			s, isString := wd.(string)
+			wp := append(slices.Clone(p), workingDirKey)
+			if !isString || s == "" {
+				return f.errAt(f.ix.val(wp), dotted+"."+workingDirKey,
+					fmt.Sprintf("%s.%s: want a non-empty path inside the sandbox, got %s", dotted, workingDirKey, describe(wd)), nil)
+			}
+		}
+		fv.providers[name] = pt
+	}
+	return nil
+}
