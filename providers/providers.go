@@ -24,6 +24,9 @@ var (
 	ErrClosed = errors.New("sandbox is closed")
 	// ErrNotFound is returned by Attach or Delete when no sandbox has the id.
 	ErrNotFound = errors.New("sandbox not found")
+	// ErrConfig is wrapped by a provider constructor when a setting or a credential is
+	// missing or invalid. Nothing was created; the CLI maps it to a usage error (exit 2).
+	ErrConfig = errors.New("invalid provider configuration")
 )
 
 // Label keys every created sandbox carries (as labels, tags, metadata or name, whatever the

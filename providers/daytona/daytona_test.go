@@ -1,0 +1,483 @@
+package daytona_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/archive"
+	"github.com/talkops/talkops/providers/daytona"
+	"github.com/talkops/talkops/providers/daytona/daytonafake"
+	"github.com/talkops/talkops/providers/httpapi"
+	"github.com/talkops/talkops/providers/httpapi/fakekit"
+	"github.com/talkops/talkops/providers/providertest"
+)
+
+const key = "dtn_test_key"
+
+// fastRetry keeps the retry tests quick; the backoff itself is tested in httpapi.
+var fastRetry = httpapi.Retry{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func newProvider(t *testing.T, srv *daytonafake.Server, mod func(*daytona.Options)) *daytona.Provider {
+	t.Helper()
+	opts := daytona.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	if mod != nil {
+		mod(&opts)
+	}
+	p, err := daytona.New(opts, env("DAYTONA_API_KEY", key))
+	if err != nil {
+		t.Fatalf("daytona.New: %v", err)
+	}
+	return p
+}
+
+func newServer(t *testing.T) *daytonafake.Server {
+	t.Helper()
+	srv := daytonafake.New(key)
+	srv.ReadyAfter = 2
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func spec(runID string) providers.Spec {
+	return providers.Spec{RunID: runID, TTL: 30 * time.Minute, Labels: map[string]string{
+		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops",
+		providers.LabelExpiresAt: time.Now().Add(30 * time.Minute).UTC().Format(time.RFC3339),
+	}}
+}
+
+type harness struct{ srv *daytonafake.Server }
+
+func (h *harness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	return newProvider(t, h.srv, nil)
+}
+func (h *harness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+func (h *harness) Alive(context.Context) ([]string, bool) {
+	return h.srv.Ledger().Alive, true
+}
+func (h *harness) Close() { h.srv.Close() }
+
+func TestContract(t *testing.T) {
+	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
+		srv := daytonafake.New(key)
+		srv.ReadyAfter = 2
+		return &harness{srv: srv}, nil
+	})
+}
+
+func TestNewConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    daytona.Options
+		env     func(string) string
+		wantVar string
+	}{
+		{"NoKey", daytona.Options{}, env(), "DAYTONA_API_KEY"},
+		{"JWTWithoutOrg", daytona.Options{}, env("DAYTONA_JWT_TOKEN", "jwt"), "DAYTONA_ORGANIZATION_ID"},
+		{"BadURL", daytona.Options{APIURL: "app.daytona.io"}, env("DAYTONA_API_KEY", "k"), "api_url"},
+		{"RelativeWorkDir", daytona.Options{WorkingDir: "work"}, env("DAYTONA_API_KEY", "k"), "working_dir"},
+		{"NegativeCPU", daytona.Options{CPU: -1}, env("DAYTONA_API_KEY", "k"), "cpu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := daytona.New(tc.opts, tc.env)
+			if !errors.Is(err, providers.ErrConfig) {
+				t.Fatalf("New() error = %v, want one wrapping providers.ErrConfig", err)
+			}
+			var ce *httpapi.ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.wantVar) {
+				t.Errorf("New() error = %v, want a *httpapi.ConfigError naming %s", err, tc.wantVar)
+			}
+		})
+	}
+	if _, err := daytona.New(daytona.Options{}, env("DAYTONA_JWT_TOKEN", "jwt", "DAYTONA_ORGANIZATION_ID", "org")); err != nil {
+		t.Errorf("New() with JWT and organization = %v, want nil", err)
+	}
+}
+
+func TestNewReadsEnvironment(t *testing.T) {
+	srv := newServer(t)
+	p, err := daytona.New(daytona.Options{WorkingDir: t.TempDir(), PollInterval: time.Millisecond},
+		env("DAYTONA_API_KEY", key, "DAYTONA_API_URL", srv.APIURL(), "DAYTONA_TARGET", "eu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := p.Create(t.Context(), spec("run-env"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	defer sb.Close(context.Background())
+	got, _ := srv.Sandbox(sb.ID())
+	if got.Target != "eu" {
+		t.Errorf("target = %q, want %q from DAYTONA_TARGET", got.Target, "eu")
+	}
+}
+
+func TestCreateSendsLabelsAndBackstop(t *testing.T) {
+	srv := newServer(t)
+	for _, tc := range []struct {
+		name         string
+		opts         func(*daytona.Options)
+		spec         providers.Spec
+		wantSnapshot string
+		wantBuild    string
+		wantAutoStop int
+	}{
+		{"Default", nil, spec("run-1"), "daytonaio/sandbox:0.4.3", "", 30},
+		{"Snapshot", nil, func() providers.Spec { s := spec("run-2"); s.Snapshot = "talkops-aws-agent"; return s }(), "talkops-aws-agent", "", 30},
+		{"Image", func(o *daytona.Options) { o.Image = "python:3.12-slim" }, spec("run-3"), "", "python:3.12-slim", 30},
+		{"AutoStopOption", func(o *daytona.Options) { o.AutoStopMinutes = 5 }, spec("run-4"), "daytonaio/sandbox:0.4.3", "", 5},
+		{"TTLRoundsUp", nil, func() providers.Spec { s := spec("run-5"); s.TTL = 90 * time.Second; return s }(), "daytonaio/sandbox:0.4.3", "", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProvider(t, srv, tc.opts)
+			sb, err := p.Create(t.Context(), tc.spec)
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			defer sb.Close(context.Background())
+			got, ok := srv.Sandbox(sb.ID())
+			if !ok {
+				t.Fatalf("the fake has no sandbox %s", sb.ID())
+			}
+			want := daytonafake.Sandbox{
+				ID: sb.ID(), Name: got.Name, State: "started", Snapshot: tc.wantSnapshot, BuildFrom: tc.wantBuild,
+				Labels: tc.spec.Labels, AutoStopInterval: tc.wantAutoStop, AutoDeleteInterval: 0, Home: got.Home,
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("created sandbox mismatch (-want +got):\n%s", diff)
+			}
+			if !strings.HasPrefix(got.Name, "talkops-"+tc.spec.RunID+"-") {
+				t.Errorf("name = %q, want prefix %q", got.Name, "talkops-"+tc.spec.RunID+"-")
+			}
+		})
+	}
+}
+
+func TestFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setup    func(*daytonafake.Server)
+		wantErr  string // substring; "" means Create succeeds
+		wantCall map[string]int
+	}{
+		{
+			name:     "CreateRateLimitedThenOK",
+			setup:    func(s *daytonafake.Server) { s.Faults.Inject("create", 1, fakekit.Fault{Status: 429, RetryAfter: "0"}) },
+			wantCall: map[string]int{"create": 2},
+		},
+		{
+			name: "Create503Twice",
+			setup: func(s *daytonafake.Server) {
+				s.Faults.Inject("create", 1, fakekit.Fault{Status: 503})
+				s.Faults.Inject("create", 2, fakekit.Fault{Status: 502})
+			},
+			wantCall: map[string]int{"create": 3},
+		},
+		{
+			name: "CreateAlwaysRateLimited",
+			setup: func(s *daytonafake.Server) {
+				s.Faults.InjectAll("create", fakekit.Fault{Status: 429, RetryAfter: "0", Body: `{"statusCode":429,"error":"Too Many Requests","message":"ThrottlerException: sandbox-create rate limit exceeded"}`})
+			},
+			wantErr:  "429 Too Many Requests: ThrottlerException: sandbox-create rate limit exceeded [gave up after 4 attempts]",
+			wantCall: map[string]int{"create": 4, "delete": 0},
+		},
+		{
+			name: "RetryAfterBeyondLimit",
+			setup: func(s *daytonafake.Server) {
+				s.Faults.InjectAll("create", fakekit.Fault{Status: 429, RetryAfter: "3600"})
+			},
+			wantErr:  "server asked to wait 1h0m0s",
+			wantCall: map[string]int{"create": 1},
+		},
+		{
+			name:     "Unauthorized",
+			setup:    func(s *daytonafake.Server) { s.APIKey = "another" },
+			wantErr:  "401 Unauthorized: Invalid credentials",
+			wantCall: map[string]int{"create": 1},
+		},
+		{
+			name:     "NeverReady",
+			setup:    func(s *daytonafake.Server) { s.NeverReady = true },
+			wantErr:  `not started within 300ms (last state "creating")`,
+			wantCall: map[string]int{"create": 1, "delete": 1},
+		},
+		{
+			name:     "BuildFailed",
+			setup:    func(s *daytonafake.Server) { s.FailWith, s.FailReason = "build_failed", "pull access denied for nosuch/image" },
+			wantErr:  "is build_failed: pull access denied for nosuch/image",
+			wantCall: map[string]int{"create": 1, "delete": 1},
+		},
+		{
+			name: "NeverReadyAndDeleteFails",
+			setup: func(s *daytonafake.Server) {
+				s.NeverReady = true
+				s.Faults.InjectAll("delete", fakekit.Fault{Status: 500})
+			},
+			wantErr:  "deleting the half-created sandbox failed",
+			wantCall: map[string]int{"create": 1, "delete": 4},
+		},
+		{
+			name:     "ToolboxNotAnsweringAtFirst",
+			setup:    func(s *daytonafake.Server) { s.Faults.Inject("exec", 1, fakekit.Fault{Status: 502}) },
+			wantCall: map[string]int{"create": 1, "exec": 2, "delete": 1},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t)
+			tc.setup(srv)
+			p := newProvider(t, srv, func(o *daytona.Options) { o.ReadyTimeout = 300 * time.Millisecond })
+			sb, err := p.Create(t.Context(), spec("run-fault"))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Create() = %v, want success", err)
+				}
+				if err := sb.Close(t.Context()); err != nil {
+					t.Fatalf("Close() = %v", err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Create() error = %v, want it to contain %q", err, tc.wantErr)
+			}
+			for ep, n := range tc.wantCall {
+				if got := srv.Count(ep); got != n {
+					t.Errorf("%s calls = %d, want %d", ep, got, n)
+				}
+			}
+			if l := srv.Ledger(); tc.name != "NeverReadyAndDeleteFails" && len(l.Alive) != 0 {
+				t.Errorf("sandboxes left alive: %v", l.Alive)
+			}
+		})
+	}
+}
+
+func TestExecFaults(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-exec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	base := srv.Count("exec")
+
+	// 429 and 503 mean the command did not run: retried.
+	srv.Faults.Inject("exec", base+1, fakekit.Fault{Status: 429, RetryAfter: "0"})
+	srv.Faults.Inject("exec", base+2, fakekit.Fault{Status: 503})
+	res, err := sb.Exec(t.Context(), providers.Shell("echo once >> count; cat count"))
+	if err != nil || string(res.Stdout) != "once\n" {
+		t.Fatalf("Exec after 429 and 503 = %q, %v; want %q once", res.Stdout, err, "once\n")
+	}
+	// A 500 may mean the command ran: not repeated, surfaced with the message.
+	srv.Faults.Inject("exec", srv.Count("exec")+1, fakekit.Fault{Status: 500, Body: `{"statusCode":500,"message":"runner unreachable","code":"INTERNAL_SERVER_ERROR"}`})
+	_, err = sb.Exec(t.Context(), providers.Shell("echo again >> count"))
+	if err == nil || !strings.Contains(err.Error(), "500 Internal Server Error: runner unreachable (INTERNAL_SERVER_ERROR)") {
+		t.Fatalf("Exec after a 500 error = %v, want the provider's message and status", err)
+	}
+	if got := srv.Count("exec") - base; got != 4 {
+		t.Errorf("exec calls = %d, want 4 (3 for the first command, 1 for the second)", got)
+	}
+}
+
+func TestCloseDeleteFailsThenRetries(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-del"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Faults.InjectAll("delete", fakekit.Fault{Status: 503, Body: `{"statusCode":503,"error":"Service Unavailable","message":"lifecycle queue full"}`})
+	err = sb.Close(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "lifecycle queue full") || !strings.Contains(err.Error(), sb.ID()) {
+		t.Fatalf("Close() = %v, want the delete failure naming the sandbox and the provider's message", err)
+	}
+	if got := srv.Count("delete"); got != 4 {
+		t.Errorf("delete calls = %d, want 4", got)
+	}
+	srv.Faults.Clear("delete")
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatalf("second Close() = %v, want nil (it retries the delete)", err)
+	}
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatalf("third Close() = %v, want nil", err)
+	}
+	if l := srv.Ledger(); len(l.Alive) != 0 || l.Deleted != 1 {
+		t.Errorf("ledger = %+v, want the sandbox deleted once", l)
+	}
+}
+
+func TestDeleteAlreadyGone(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	if err := p.Delete(t.Context(), "no-such-sandbox"); err != nil {
+		t.Errorf("Delete(unknown) = %v, want nil", err)
+	}
+}
+
+func TestListByLabel(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	var ids []string
+	for _, run := range []string{"run-a", "run-b"} {
+		sb, err := p.Create(t.Context(), spec(run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close(context.Background())
+		ids = append(ids, sb.ID())
+	}
+	other := spec("not-ours")
+	other.Labels = map[string]string{"team": "x"}
+	sb, err := p.Create(t.Context(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+
+	infos, err := p.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, in := range infos {
+		got = append(got, in.ID+"/"+in.RunID+"/"+in.State)
+		if in.Provider != "daytona" || in.ExpiresAt.IsZero() || in.CreatedAt.IsZero() {
+			t.Errorf("info %+v lacks provider, expiry or creation time", in)
+		}
+	}
+	want := []string{ids[0] + "/run-a/started", ids[1] + "/run-b/started"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("List() mismatch (-want +got):\n%s", diff)
+	}
+	if err := p.Delete(t.Context(), ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := srv.Sandbox(ids[0]); ok {
+		t.Errorf("Delete(%s) left it alive", ids[0])
+	}
+}
+
+func TestUploadIsTwoRequests(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	before := len(srv.Calls())
+	tgz := tarGz(t, map[string]string{"a.txt": "a", "d/b.txt": "b"})
+	if err := sb.Upload(t.Context(), "proj", strings.NewReader(string(tgz))); err != nil {
+		t.Fatal(err)
+	}
+	var eps []string
+	for _, c := range srv.Calls()[before:] {
+		eps = append(eps, c.Endpoint)
+	}
+	if diff := cmp.Diff([]string{"upload", "exec"}, eps); diff != "" {
+		t.Errorf("Upload requests mismatch (-want +got):\n%s", diff)
+	}
+	b, err := os.ReadFile(sb.WorkDir() + "/proj/d/b.txt")
+	if err != nil || string(b) != "b" {
+		t.Errorf("extracted d/b.txt = %q, %v", b, err)
+	}
+}
+
+func TestAttachStartsStopped(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-att"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	req, _ := http.NewRequest(http.MethodPost, srv.APIURL()+"/sandbox/"+sb.ID()+"/stop", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	att, err := p.Attach(t.Context(), sb.ID())
+	if err != nil {
+		t.Fatalf("Attach(stopped) = %v", err)
+	}
+	if got, _ := srv.Sandbox(sb.ID()); got.State != "started" {
+		t.Errorf("state after Attach = %q, want started", got.State)
+	}
+	if err := att.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := srv.Sandbox(sb.ID()); !ok {
+		t.Error("closing the attached handle deleted the sandbox")
+	}
+}
+
+// TestLive runs the contract suite against the real Daytona API when DAYTONA_API_KEY is
+// set and -short is not.
+func TestLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live test skipped in -short mode")
+	}
+	if os.Getenv("DAYTONA_API_KEY") == "" {
+		t.Skip("DAYTONA_API_KEY is not set; skipping the live Daytona contract test")
+	}
+	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) {
+		return liveHarness{}, nil
+	})
+}
+
+type liveHarness struct{}
+
+func (liveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	p, err := daytona.New(daytona.Options{}, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+func (liveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+func (liveHarness) Alive(ctx context.Context) ([]string, bool) {
+	p, err := daytona.New(daytona.Options{}, os.Getenv)
+	if err != nil {
+		return nil, false
+	}
+	infos, err := p.List(ctx)
+	if err != nil {
+		return nil, false
+	}
+	var ids []string
+	for _, in := range infos {
+		if in.State != "destroying" && in.State != "destroyed" {
+			ids = append(ids, in.ID)
+		}
+	}
+	return ids, true
+}
+func (liveHarness) Close() {}
+
+func tarGz(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var entries []archive.Entry
+	for name, body := range files {
+		entries = append(entries, archive.Entry{Name: name, Mode: 0o644, Body: []byte(body)})
+	}
+	b, err := archive.TarGz(entries...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,306 @@
+// Package fakekit holds what the remote providers' fake servers share: fault injection by
+// endpoint and call number, a call log, and real command execution on the host in a
+// process group that a timeout, a kill or a sandbox delete can stop as a whole.
+//
+// The fakes are test doubles of the services, not of the commands: a command sent to a
+// fake runs for real with /bin/sh, so exit codes, output and files are real.
+package fakekit
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Fault is an injected failure: the fake answers with Status instead of serving the call.
+type Fault struct {
+	Status int
+	// RetryAfter, when set, is sent as the Retry-After header.
+	RetryAfter string
+	// Body replaces the fake's own error body for Status.
+	Body string
+	// Header is added to the response.
+	Header map[string]string
+}
+
+// Faults injects failures into named endpoints ("create", "exec", "delete", ...). It is
+// safe for concurrent use.
+type Faults struct {
+	mu    sync.Mutex
+	calls map[string]int
+	nth   map[string]map[int]Fault
+	every map[string]Fault
+}
+
+// Inject makes the nth call (1-based) of endpoint fail with f.
+func (fs *Faults) Inject(endpoint string, nth int, f Fault) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.nth == nil {
+		fs.nth = map[string]map[int]Fault{}
+	}
+	if fs.nth[endpoint] == nil {
+		fs.nth[endpoint] = map[int]Fault{}
+	}
+	fs.nth[endpoint][nth] = f
+}
+
+// InjectAll makes every call of endpoint fail with f, until Clear.
+func (fs *Faults) InjectAll(endpoint string, f Fault) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.every == nil {
+		fs.every = map[string]Fault{}
+	}
+	fs.every[endpoint] = f
+}
+
+// Clear removes every fault of endpoint.
+func (fs *Faults) Clear(endpoint string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	delete(fs.nth, endpoint)
+	delete(fs.every, endpoint)
+}
+
+// Hit counts a call of endpoint and returns the fault to answer with, if any.
+func (fs *Faults) Hit(endpoint string) (Fault, bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.calls == nil {
+		fs.calls = map[string]int{}
+	}
+	fs.calls[endpoint]++
+	if f, ok := fs.every[endpoint]; ok {
+		return f, true
+	}
+	f, ok := fs.nth[endpoint][fs.calls[endpoint]]
+	return f, ok
+}
+
+// Calls returns how many calls endpoint received, failed ones included.
+func (fs *Faults) Calls(endpoint string) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.calls[endpoint]
+}
+
+// Procs runs commands on the host and remembers them, so that a sandbox delete can kill
+// them all: every command gets the environment variable FAKEKIT_SANDBOX=<random token>,
+// which its descendants inherit, and KillAll kills each process on the host carrying it,
+// whatever process group or session it moved to. The zero value is ready.
+type Procs struct {
+	mu     sync.Mutex
+	live   map[*exec.Cmd]struct{}
+	killed bool
+	token  string
+}
+
+// markerVar is the environment variable that tags a fake sandbox's processes.
+const markerVar = "FAKEKIT_SANDBOX"
+
+// Command is one command to run for real.
+type Command struct {
+	// Path and Args are the program and its arguments (Args excludes the program).
+	Path string
+	Args []string
+	// Stdin feeds the command; nil is empty.
+	Stdin io.Reader
+	Dir   string
+	// Env is the whole environment; the host's is not inherited.
+	Env []string
+	// Timeout kills the whole process group after this long; 0 is no limit.
+	Timeout time.Duration
+	// Combined sends stderr into Stdout, as some APIs return it.
+	Combined bool
+	// Stdout and Stderr, when set, also receive output as it is produced.
+	Stdout, Stderr io.Writer
+}
+
+// Outcome is how a command ended.
+type Outcome struct {
+	Stdout, Stderr []byte
+	ExitCode       int
+	TimedOut       bool
+	// Killed is set when KillAll (a delete) stopped the command.
+	Killed bool
+	// StartErr is set when the command could not start at all.
+	StartErr error
+}
+
+// ErrKilled is returned by Run after KillAll.
+var ErrKilled = errors.New("sandbox deleted")
+
+// Run runs c and waits for it; ctx ending kills it like a timeout does.
+func (p *Procs) Run(ctx context.Context, c Command) Outcome {
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = c.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.Stdin = c.Stdin
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out, errb lockedBuffer
+	cmd.Stdout = tee(&out, c.Stdout)
+	if c.Combined {
+		cmd.Stderr = cmd.Stdout
+	} else {
+		cmd.Stderr = tee(&errb, c.Stderr)
+	}
+	// Don't wait for grandchildren that keep the pipes open after a kill.
+	cmd.WaitDelay = 2 * time.Second
+
+	p.mu.Lock()
+	if p.killed {
+		p.mu.Unlock()
+		return Outcome{StartErr: ErrKilled}
+	}
+	if p.token == "" {
+		p.token = newToken()
+	}
+	cmd.Env = append(cmd.Env, markerVar+"="+p.token)
+	if err := cmd.Start(); err != nil {
+		p.mu.Unlock()
+		return Outcome{StartErr: err}
+	}
+	if p.live == nil {
+		p.live = map[*exec.Cmd]struct{}{}
+	}
+	p.live[cmd] = struct{}{}
+	p.mu.Unlock()
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var timer <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var o Outcome
+	var err error
+	select {
+	case err = <-done:
+	case <-timer:
+		o.TimedOut = true
+		killGroup(cmd)
+		err = <-done
+	case <-ctx.Done():
+		killGroup(cmd)
+		err = <-done
+	}
+	p.mu.Lock()
+	delete(p.live, cmd)
+	o.Killed = p.killed
+	p.mu.Unlock()
+	o.Stdout, o.Stderr = out.Bytes(), errb.Bytes()
+	o.ExitCode = 0
+	if err != nil {
+		o.ExitCode = -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			o.ExitCode = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				o.ExitCode = 128 + int(ws.Signal())
+			}
+		}
+	}
+	return o
+}
+
+// KillAll kills every running command's process group and every other process that
+// descends from one of the commands; later Runs fail with ErrKilled.
+func (p *Procs) KillAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.killed = true
+	for cmd := range p.live {
+		killGroup(cmd)
+	}
+	if p.token != "" {
+		killTagged(markerVar + "=" + p.token)
+	}
+}
+
+// killTagged SIGKILLs every process whose environment holds marker, scanning /proc
+// (Linux); elsewhere it does nothing more than the group kill did.
+func killTagged(marker string) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	want := []byte(marker)
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+		}
+	}
+}
+
+func newToken() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// BaseEnv is the environment a fake sandbox's commands start with: PATH from the host (so
+// the host's tools are found), HOME set to home, and nothing else from the host.
+func BaseEnv(home string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	return []string{"PATH=" + path, "HOME=" + home, "LANG=C.UTF-8"}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
+}
+
+func tee(buf io.Writer, w io.Writer) io.Writer {
+	if w == nil {
+		return buf
+	}
+	return io.MultiWriter(buf, w)
+}

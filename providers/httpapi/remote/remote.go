@@ -1,0 +1,584 @@
+// Package remote implements providers.Sandbox for sandboxes reached over an HTTP API, on
+// top of a four-call Driver (run a shell script, write a file, read a file, delete).
+//
+// Everything the contract asks beyond those calls is done here once for every remote
+// provider: Cmd.Argv, Env, Dir and Stdin become one POSIX sh script with every word
+// quoted; Cmd.Timeout is enforced inside the sandbox with `timeout` (which also puts the
+// command's process tree into one process group, so a cancel can kill all of it) and again
+// on the client; a cancelled Exec kills its command with a second script; output is
+// captured head and tail up to Cmd.OutputLimit; Upload sends the whole gzip tar as one file
+// and unpacks it with tar (or hands it to a driver that accepts tar natively); Close is
+// idempotent, kills what is still running and deletes only sandboxes this process created.
+//
+// Scripts need sh, printf, cat, rm, kill and sleep in the sandbox, tar for Upload, and
+// optionally `timeout` (GNU coreutils or busybox); without `timeout`, the server-side and
+// client-side bounds still apply but a timeout or cancel kills only the command's process,
+// not its children.
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/httpapi"
+)
+
+// Driver is what a provider implements to get a full providers.Sandbox.
+type Driver interface {
+	// Run runs a POSIX sh script in the sandbox and waits for it. A script that runs and
+	// exits non-zero is a Result, not an error.
+	Run(ctx context.Context, r Run) (Result, error)
+	// WriteFile creates or replaces the file at the absolute path with body.
+	WriteFile(ctx context.Context, path string, body *httpapi.Body) error
+	// ReadFile opens the file at the absolute path; a missing file wraps fs.ErrNotExist.
+	ReadFile(ctx context.Context, path string) (io.ReadCloser, error)
+	// Delete deletes the sandbox; one that is already gone is not an error.
+	Delete(ctx context.Context) error
+}
+
+// TarUploader is implemented by drivers whose API extracts a gzip tar itself.
+type TarUploader interface {
+	UploadTarGz(ctx context.Context, dir string, body *httpapi.Body) error
+}
+
+// Run is one script to run.
+type Run struct {
+	Script string
+	// Timeout is the server-side bound to ask for (the command's own timeout plus a
+	// grace period), 0 for none.
+	Timeout time.Duration
+	// Stdout and Stderr receive output as it arrives, for drivers that stream; a
+	// driver that does set Result.Streamed.
+	Stdout, Stderr io.Writer
+}
+
+// Result is what a script produced.
+type Result struct {
+	// Stdout and Stderr are the script's output. A driver whose API only returns
+	// combined output puts it all in Stdout and is configured with SplitStderr.
+	Stdout, Stderr []byte
+	ExitCode       int
+	// TimedOut is set when the server killed the script for its Run.Timeout.
+	TimedOut bool
+	// Streamed is set when the output was already written to Run.Stdout/Stderr.
+	Streamed bool
+}
+
+// Config describes a sandbox handle.
+type Config struct {
+	// Provider names the provider in errors.
+	Provider string
+	ID       string
+	WorkDir  string
+	// Owned is true when this process created the sandbox: Close deletes it. An
+	// attached sandbox is never deleted.
+	Owned bool
+	// Env is set in every command (Spec.Env); Cmd.Env overrides it per key.
+	Env map[string]string
+	// SplitStderr is set for drivers that only return combined output.
+	SplitStderr bool
+	// MaxScript is the longest script sent inline (argv and API limits); a longer one
+	// is written to a file first. 0 means 96 KiB.
+	MaxScript int
+	// TempDir is where scripts stage files in the sandbox; "" means /tmp.
+	TempDir string
+	// Grace is added to Cmd.Timeout for the server-side and client-side bounds, so the
+	// in-sandbox `timeout` fires first and partial output survives. 0 means 10 s.
+	Grace time.Duration
+	// KillTimeout bounds the script that kills a cancelled command; 0 means 15 s.
+	KillTimeout time.Duration
+}
+
+// Sandbox is a providers.Sandbox over a Driver.
+type Sandbox struct {
+	cfg    Config
+	driver Driver
+
+	mu      sync.Mutex
+	closed  bool
+	running map[string]struct{} // temp prefixes of commands in flight
+	bg      sync.WaitGroup      // kill scripts in flight
+}
+
+var _ providers.Sandbox = (*Sandbox)(nil)
+
+// New returns a Sandbox handle; the sandbox must already be ready.
+func New(cfg Config, d Driver) *Sandbox {
+	if cfg.MaxScript <= 0 {
+		cfg.MaxScript = 96 << 10
+	}
+	if cfg.TempDir == "" {
+		cfg.TempDir = "/tmp"
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 10 * time.Second
+	}
+	if cfg.KillTimeout <= 0 {
+		cfg.KillTimeout = 15 * time.Second
+	}
+	return &Sandbox{cfg: cfg, driver: d, running: map[string]struct{}{}}
+}
+
+// ID returns the provider's sandbox id.
+func (s *Sandbox) ID() string { return s.cfg.ID }
+
+// WorkDir returns the absolute working directory.
+func (s *Sandbox) WorkDir() string { return s.cfg.WorkDir }
+
+// Driver returns the driver, for provider-specific calls.
+func (s *Sandbox) Driver() Driver { return s.driver }
+
+// maxInlineStdin is the largest stdin written by the script itself; a larger one is
+// uploaded as a file first.
+const maxInlineStdin = 16 << 10
+
+// Exec runs cmd; see providers.Sandbox.
+func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecResult, error) {
+	if len(cmd.Argv) == 0 {
+		return providers.ExecResult{}, fmt.Errorf("%s: exec: empty argv", s.cfg.Provider)
+	}
+	for k := range cmd.Env {
+		if !ValidEnvName(k) {
+			return providers.ExecResult{}, fmt.Errorf("%s: exec: environment variable name %q is not a valid shell name (letters, digits, _; not starting with a digit)", s.cfg.Provider, k)
+		}
+	}
+	for _, a := range cmd.Argv {
+		if containsNUL(a) {
+			return providers.ExecResult{}, fmt.Errorf("%s: exec: argument contains a NUL byte", s.cfg.Provider)
+		}
+	}
+	prefix := s.cfg.TempDir + "/.talkops-" + nonce()
+	if err := s.begin(prefix); err != nil {
+		return providers.ExecResult{}, err
+	}
+	defer s.end(prefix)
+
+	env := maps.Clone(s.cfg.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, cmd.Env)
+	for k, v := range env {
+		if !ValidEnvName(k) {
+			return providers.ExecResult{}, fmt.Errorf("%s: exec: environment variable name %q is not a valid shell name", s.cfg.Provider, k)
+		}
+		if containsNUL(v) {
+			return providers.ExecResult{}, fmt.Errorf("%s: exec: environment variable %s contains a NUL byte", s.cfg.Provider, k)
+		}
+	}
+	spec := scriptSpec{
+		argv:        cmd.Argv,
+		env:         env,
+		dir:         resolve(s.cfg.WorkDir, cmd.Dir),
+		timeout:     cmd.Timeout,
+		splitStderr: s.cfg.SplitStderr,
+		prefix:      prefix,
+		marker:      "--talkops-stderr-" + nonce() + "--",
+	}
+	var staged []string
+	defer func() {
+		if len(staged) > 0 {
+			s.cleanup(staged)
+		}
+	}()
+	if cmd.Stdin != nil {
+		in, err := io.ReadAll(io.LimitReader(cmd.Stdin, maxInlineStdin+1))
+		if err != nil {
+			return providers.ExecResult{}, fmt.Errorf("%s: exec: read stdin: %w", s.cfg.Provider, err)
+		}
+		if len(in) > maxInlineStdin {
+			f := prefix + ".stdin"
+			if err := s.stageStream(ctx, f, io.MultiReader(bytes.NewReader(in), cmd.Stdin)); err != nil {
+				return providers.ExecResult{}, fmt.Errorf("%s: exec: stage stdin: %w", s.cfg.Provider, err)
+			}
+			staged = append(staged, f)
+			spec.stdinFile = f
+		} else {
+			spec.stdinInline = in
+		}
+	}
+	script := spec.build()
+	if len(script) > s.cfg.MaxScript {
+		f := prefix + ".sh"
+		if err := s.driver.WriteFile(ctx, f, httpapi.BytesBody([]byte(script), "application/octet-stream")); err != nil {
+			return providers.ExecResult{}, fmt.Errorf("%s: exec: stage script: %w", s.cfg.Provider, err)
+		}
+		staged = append(staged, f)
+		script = "sh " + Quote(f) + "\n"
+	}
+
+	run := Run{Script: script, Stdout: cmd.Stdout, Stderr: cmd.Stderr}
+	rctx := ctx
+	if cmd.Timeout > 0 {
+		run.Timeout = cmd.Timeout + s.cfg.Grace
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, run.Timeout+s.cfg.Grace)
+		defer cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return providers.ExecResult{}, fmt.Errorf("%s: exec %s: %w", s.cfg.Provider, cmd.Argv[0], err)
+	}
+	start := time.Now()
+	res, err := s.driver.Run(rctx, run)
+	elapsed := time.Since(start)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			s.kill(prefix)
+			return providers.ExecResult{Duration: elapsed}, fmt.Errorf("%s: exec %s: %w", s.cfg.Provider, cmd.Argv[0], ctx.Err())
+		case rctx.Err() != nil:
+			// The client-side bound: neither the sandbox nor the server stopped it.
+			s.kill(prefix)
+			return providers.ExecResult{ExitCode: 124, TimedOut: true, Duration: elapsed,
+				Stderr: fmt.Appendf(nil, "talkops: command timed out after %s\n", cmd.Timeout)}, nil
+		}
+		return providers.ExecResult{Duration: elapsed}, fmt.Errorf("%s: exec %s: %w", s.cfg.Provider, cmd.Argv[0], err)
+	}
+	stdout, stderr := res.Stdout, res.Stderr
+	if s.cfg.SplitStderr {
+		stdout, stderr = splitOutput(res.Stdout, spec.marker)
+	}
+	switch {
+	case bytes.Contains(stdout, replacementChar) || bytes.Contains(stderr, replacementChar):
+		// Possibly bytes that are not UTF-8, mangled by the JSON transport: the script
+		// kept the exact output in files in that case.
+		if o, e, ok := s.exactOutput(ctx, prefix); ok {
+			stdout, stderr = o, e
+		}
+		staged = append(staged, prefix+".out", prefix+".err")
+	case !isASCII(stdout) || !isASCII(stderr):
+		// A sandbox without iconv keeps the files for any non-ASCII output.
+		staged = append(staged, prefix+".out", prefix+".err")
+	}
+	if !res.Streamed {
+		if cmd.Stdout != nil && len(stdout) > 0 {
+			_, _ = cmd.Stdout.Write(stdout)
+		}
+		if cmd.Stderr != nil && len(stderr) > 0 {
+			_, _ = cmd.Stderr.Write(stderr)
+		}
+	}
+	out := providers.ExecResult{ExitCode: res.ExitCode, Duration: elapsed}
+	switch {
+	case res.TimedOut:
+		out.TimedOut, out.ExitCode = true, 124
+	case cmd.Timeout > 0 && (res.ExitCode == 124 || res.ExitCode == 137) && elapsed >= cmd.Timeout:
+		out.TimedOut, out.ExitCode = true, 124
+	}
+	limit := cmd.OutputLimit
+	so, se := providers.NewCappedBuffer(limit), providers.NewCappedBuffer(limit)
+	_, _ = so.Write(stdout)
+	_, _ = se.Write(stderr)
+	out.Stdout, out.Stderr = so.Bytes(), se.Bytes()
+	out.Truncated = so.Truncated() || se.Truncated()
+	if out.Stdout == nil {
+		out.Stdout = []byte{}
+	}
+	if out.Stderr == nil {
+		out.Stderr = []byte{}
+	}
+	return out, nil
+}
+
+// Upload extracts the gzip tar stream into dir; see providers.Sandbox. The stream is
+// spooled to a temporary file on the host so a retried request can send it again.
+func (s *Sandbox) Upload(ctx context.Context, dir string, tgz io.Reader) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	dir = resolve(s.cfg.WorkDir, dir)
+	f, err := os.CreateTemp("", "talkops-upload-*.tgz")
+	if err != nil {
+		return fmt.Errorf("%s: upload: spool: %w", s.cfg.Provider, err)
+	}
+	defer os.Remove(f.Name())
+	_, err = io.Copy(f, tgz)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: upload: spool: %w", s.cfg.Provider, err)
+	}
+	body, err := httpapi.FileBody(f.Name(), "application/gzip")
+	if err != nil {
+		return fmt.Errorf("%s: upload: %w", s.cfg.Provider, err)
+	}
+	if tu, ok := s.driver.(TarUploader); ok {
+		if err := tu.UploadTarGz(ctx, dir, body); err != nil {
+			return fmt.Errorf("%s: upload to %s: %w", s.cfg.Provider, dir, err)
+		}
+		return nil
+	}
+	archive := s.cfg.TempDir + "/.talkops-upload-" + nonce() + ".tgz"
+	if err := s.driver.WriteFile(ctx, archive, body); err != nil {
+		return fmt.Errorf("%s: upload to %s: %w", s.cfg.Provider, dir, err)
+	}
+	res, err := s.driver.Run(ctx, Run{Script: untarScript(archive, dir)})
+	if err != nil {
+		s.cleanup([]string{archive})
+		return fmt.Errorf("%s: upload: extract into %s: %w", s.cfg.Provider, dir, err)
+	}
+	if res.ExitCode != 0 {
+		msg := res.Stderr
+		if len(msg) == 0 {
+			msg = res.Stdout
+		}
+		return fmt.Errorf("%s: upload: tar -xzf into %s exited %d: %s", s.cfg.Provider, dir, res.ExitCode, clip(msg, 2000))
+	}
+	return nil
+}
+
+// Download opens one file; see providers.Sandbox.
+func (s *Sandbox) Download(ctx context.Context, p string) (io.ReadCloser, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	p = resolve(s.cfg.WorkDir, p)
+	rc, err := s.driver.ReadFile(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: download %s: %w", s.cfg.Provider, p, err)
+	}
+	return rc, nil
+}
+
+// Close kills the commands still running and deletes the sandbox when this process
+// created it. It is idempotent; a failed delete is returned and retried by the next Close.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	inflight := make([]string, 0, len(s.running))
+	for p := range s.running {
+		inflight = append(inflight, p)
+	}
+	s.mu.Unlock()
+
+	if !s.cfg.Owned {
+		// Deleting would kill them; an attached sandbox stays, so kill them one by one.
+		var wg sync.WaitGroup
+		for _, p := range inflight {
+			wg.Go(func() { s.kill(p) })
+		}
+		wg.Wait()
+		s.waitBackground(ctx)
+		return nil
+	}
+	err := s.driver.Delete(ctx)
+	s.waitBackground(ctx)
+	if err != nil {
+		s.mu.Lock()
+		s.closed = false // let a later Close try again
+		s.mu.Unlock()
+		return fmt.Errorf("%s: delete sandbox %s: %w", s.cfg.Provider, s.cfg.ID, err)
+	}
+	return nil
+}
+
+func (s *Sandbox) waitBackground(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+func (s *Sandbox) check() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%s: sandbox %s: %w", s.cfg.Provider, s.cfg.ID, providers.ErrClosed)
+	}
+	return nil
+}
+
+func (s *Sandbox) begin(prefix string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%s: sandbox %s: %w", s.cfg.Provider, s.cfg.ID, providers.ErrClosed)
+	}
+	s.running[prefix] = struct{}{}
+	return nil
+}
+
+func (s *Sandbox) end(prefix string) {
+	s.mu.Lock()
+	delete(s.running, prefix)
+	s.mu.Unlock()
+}
+
+// killWait is how long Exec waits for the kill of its command before it returns anyway.
+const killWait = 5 * time.Second
+
+// kill stops the command started with prefix and waits up to killWait for that; the kill
+// goes on in the background after that (Exec must return promptly), and Close waits for
+// it. Failures are ignored: the sandbox may be gone already.
+func (s *Sandbox) kill(prefix string) {
+	done := make(chan struct{})
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
+		defer cancel()
+		_, _ = s.driver.Run(ctx, Run{Script: killScript(prefix), Timeout: s.cfg.KillTimeout})
+	}()
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// cleanup removes staged files, best effort, without blocking the caller.
+func (s *Sandbox) cleanup(files []string) {
+	script := "rm -f"
+	for _, f := range files {
+		script += " " + Quote(f)
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
+		defer cancel()
+		_, _ = s.driver.Run(ctx, Run{Script: script + "\n"})
+	}()
+}
+
+// stageStream writes r to path in the sandbox via a temporary host file (replayable).
+func (s *Sandbox) stageStream(ctx context.Context, path string, r io.Reader) error {
+	f, err := os.CreateTemp("", "talkops-stage-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	body, err := httpapi.FileBody(f.Name(), "application/octet-stream")
+	if err != nil {
+		return err
+	}
+	return s.driver.WriteFile(ctx, path, body)
+}
+
+// replacementChar is U+FFFD in UTF-8, what JSON encoders put in place of invalid bytes.
+var replacementChar = []byte("\uFFFD")
+
+// exactOutput reads the output files a script kept.
+func (s *Sandbox) exactOutput(ctx context.Context, prefix string) (stdout, stderr []byte, ok bool) {
+	read := func(p string) ([]byte, bool) {
+		rc, err := s.driver.ReadFile(ctx, p)
+		if err != nil {
+			return nil, false
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		return b, err == nil
+	}
+	stdout, ok1 := read(prefix + ".out")
+	if !ok1 {
+		return nil, nil, false
+	}
+	stderr, ok2 := read(prefix + ".err")
+	return stdout, stderr, ok2
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// nonce returns 16 random hex digits.
+func nonce() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func containsNUL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func clip(b []byte, n int) []byte {
+	if len(b) > n {
+		return append(b[:n:n], "…"...)
+	}
+	return b
+}
+
+// Name returns a sandbox name for a run: "talkops-<run id>-<random>", lower case, only
+// letters, digits and dashes, at most maxLen bytes (the random suffix always survives).
+func Name(runID string, maxLen int) string {
+	var b []byte
+	for _, r := range strings.ToLower(runID) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b = append(b, byte(r))
+		case len(b) > 0 && b[len(b)-1] != '-':
+			b = append(b, '-')
+		}
+	}
+	id := strings.Trim(string(b), "-")
+	suffix := nonce()[:8]
+	room := maxLen - len("talkops-") - len(suffix) - 1
+	if room < len(id) {
+		id = strings.TrimRight(id[:max(room, 0)], "-")
+	}
+	if id == "" {
+		return "talkops-" + suffix
+	}
+	return "talkops-" + id + "-" + suffix
+}
+
+// InfoFromLabels fills a providers.Info from a sandbox's labels.
+func InfoFromLabels(provider, id, state string, created time.Time, labels map[string]string) providers.Info {
+	info := providers.Info{Provider: provider, ID: id, State: state, CreatedAt: created, Labels: labels, RunID: labels[providers.LabelRunID]}
+	if t, err := time.Parse(time.RFC3339, labels[providers.LabelExpiresAt]); err == nil {
+		info.ExpiresAt = t
+	}
+	return info
+}
+
+// CleanupTimeout bounds the delete that undoes a failed Create.
+const CleanupTimeout = 30 * time.Second
+
+// Undo deletes what a failed Create allocated, on a context that survives ctx's
+// cancellation, and joins a delete failure to cause.
+func Undo(ctx context.Context, cause error, del func(context.Context) error) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	if err := del(dctx); err != nil {
+		return errors.Join(cause, fmt.Errorf("and deleting the half-created sandbox failed (talkops sandbox gc will find it by its labels): %w", err))
+	}
+	return cause
+}
