@@ -217,8 +217,10 @@ func TestFaults(t *testing.T) {
 			wantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			name:     "BuildFailed",
-			setup:    func(s *daytonafake.Server) { s.FailWith, s.FailReason = "build_failed", "pull access denied for nosuch/image" },
+			name: "BuildFailed",
+			setup: func(s *daytonafake.Server) {
+				s.FailWith, s.FailReason = "build_failed", "pull access denied for nosuch/image"
+			},
 			wantErr:  "is build_failed: pull access denied for nosuch/image",
 			wantCall: map[string]int{"create": 1, "delete": 1},
 		},
