@@ -1,0 +1,353 @@
+// Package reaper finds and deletes the sandboxes that talkops runs left behind, merging
+// the local ledger (providers/state) with what each provider's Lister reports; it backs
+// `talkops sandbox ls` and `talkops sandbox gc`.
+package reaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/talkops/talkops/providers"
+)
+
+// Labels providers add so that gc can tell an orphan from a sandbox whose run is still
+// going: the PID of the talkops process that created it and the host it ran on. The
+// docker provider sets both; the bwrap provider's sandboxes are host-local and report
+// the PID only.
+const (
+	LabelOwnerPID  = "talkops.owner-pid"
+	LabelOwnerHost = "talkops.owner-host"
+)
+
+// ListerFunc builds the listers for the named providers; with no names, for every
+// configured provider that can list. The CLI binds one built from its provider map.
+// Listers that implement io.Closer are closed after use.
+type ListerFunc func(ctx context.Context, names []string) (map[string]providers.Lister, error)
+
+// LedgerEntry is one sandbox the local ledger says a run created.
+type LedgerEntry struct {
+	Provider   string
+	ID         string
+	RunID      string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	ProjectDir string
+	PID        int
+}
+
+// Ledger is the local record of created sandboxes (providers/state on disk).
+type Ledger interface {
+	Entries() ([]LedgerEntry, error)
+	// Forget removes an entry; a missing one is not an error.
+	Forget(provider, id string) error
+}
+
+// Owner states of an Entry.
+const (
+	OwnerAlive   = "alive"   // the owning talkops process runs on this host
+	OwnerGone    = "gone"    // the owning process is known and not running
+	OwnerUnknown = "unknown" // no PID recorded, or it ran on another host
+)
+
+// States of an Entry besides what the provider reports.
+const (
+	StateGone      = "gone"      // in the ledger, but the provider no longer has it
+	StateUnchecked = "unchecked" // in the ledger, and the provider could not be asked
+)
+
+// Entry is one sandbox, merged from the ledger and the provider.
+type Entry struct {
+	Provider string `json:"provider"`
+	ID       string `json:"id"`
+	RunID    string `json:"run_id,omitempty"`
+	// State is the provider's ("running", "exited", ...), StateGone or StateUnchecked.
+	State      string            `json:"state"`
+	CreatedAt  time.Time         `json:"created_at,omitzero"`
+	ExpiresAt  time.Time         `json:"expires_at,omitzero"`
+	OwnerPID   int               `json:"owner_pid,omitempty"`
+	OwnerHost  string            `json:"owner_host,omitempty"`
+	Owner      string            `json:"owner"`
+	InLedger   bool              `json:"in_ledger"`
+	ProjectDir string            `json:"project_dir,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+}
+
+// Action is what gc did, or would do, with one entry and why.
+type Action struct {
+	Entry
+	Reason string `json:"reason"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Report is the outcome of GC.
+type Report struct {
+	DryRun bool `json:"dry_run"`
+	// Deleted sandboxes (or, in a dry run, those that would be).
+	Deleted []Action `json:"deleted"`
+	// Forgotten ledger entries whose sandbox is already gone.
+	Forgotten []Action `json:"forgotten"`
+	// Kept sandboxes, each with the reason.
+	Kept []Action `json:"kept"`
+	// Failed deletions.
+	Failed []Action `json:"failed"`
+}
+
+// Options tune List and GC. The zero value is usable.
+type Options struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Hostname is this host's name for owner checks; "" means os.Hostname.
+	Hostname string
+	// Alive reports whether a PID runs on this host; nil means kill(pid, 0).
+	Alive func(pid int) bool
+}
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (o Options) alive(pid int) bool {
+	if o.Alive != nil {
+		return o.Alive(pid)
+	}
+	return PIDAlive(pid)
+}
+
+func (o Options) hostname() string {
+	if o.Hostname != "" {
+		return o.Hostname
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+// PIDAlive reports whether pid names a process on this host.
+func PIDAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// ListLedger merges the ledger with every lister's sandboxes. A provider that fails to
+// list is reported in the returned error (one per provider, joined) and its ledger
+// entries come back as StateUnchecked; the other providers' entries are still returned.
+func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger Ledger, opts Options) ([]Entry, error) {
+	var errs []error
+	var recs []LedgerEntry
+	if ledger != nil {
+		var err error
+		recs, err = ledger.Entries()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read the sandbox ledger: %w", err))
+		}
+	}
+	listed := map[string]bool{} // providers whose List succeeded
+	byKey := map[string]*Entry{}
+	var order []string
+	add := func(e Entry) *Entry {
+		k := e.Provider + "\x00" + e.ID
+		if got, ok := byKey[k]; ok {
+			return got
+		}
+		byKey[k] = &e
+		order = append(order, k)
+		return byKey[k]
+	}
+	names := make([]string, 0, len(listers))
+	for name := range listers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		infos, err := listers[name].List(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list %s sandboxes: %w", name, err))
+			continue
+		}
+		listed[name] = true
+		for _, in := range infos {
+			e := add(Entry{Provider: name, ID: in.ID})
+			e.RunID, e.State, e.CreatedAt, e.ExpiresAt, e.Labels = in.RunID, in.State, in.CreatedAt, in.ExpiresAt, in.Labels
+			if pid, err := strconv.Atoi(in.Labels[LabelOwnerPID]); err == nil {
+				e.OwnerPID = pid
+			}
+			e.OwnerHost = in.Labels[LabelOwnerHost]
+		}
+	}
+	host := opts.hostname()
+	for _, r := range recs {
+		if len(listers) > 0 && listers[r.Provider] == nil {
+			continue // not one of the providers asked about
+		}
+		k := r.Provider + "\x00" + r.ID
+		e, known := byKey[k]
+		if !known {
+			state := StateUnchecked
+			if listed[r.Provider] {
+				state = StateGone
+			}
+			e = add(Entry{Provider: r.Provider, ID: r.ID, State: state})
+		}
+		e.InLedger = true
+		if e.RunID == "" {
+			e.RunID = r.RunID
+		}
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = r.CreatedAt
+		}
+		if e.ExpiresAt.IsZero() {
+			e.ExpiresAt = r.ExpiresAt
+		}
+		e.ProjectDir = r.ProjectDir
+		if r.PID > 0 {
+			// The ledger is local, so its PID is one of this host's.
+			e.OwnerPID, e.OwnerHost = r.PID, host
+		}
+	}
+	out := make([]Entry, 0, len(order))
+	for _, k := range order {
+		e := byKey[k]
+		e.Owner = ownerState(*e, host, opts)
+		out = append(out, *e)
+	}
+	slices.SortStableFunc(out, func(a, b Entry) int {
+		if c := strings.Compare(a.Provider, b.Provider); c != 0 {
+			return c
+		}
+		return a.CreatedAt.Compare(b.CreatedAt)
+	})
+	return out, errors.Join(errs...)
+}
+
+func ownerState(e Entry, host string, opts Options) string {
+	if e.OwnerPID <= 0 || (e.OwnerHost != "" && e.OwnerHost != host) {
+		return OwnerUnknown
+	}
+	if opts.alive(e.OwnerPID) {
+		return OwnerAlive
+	}
+	return OwnerGone
+}
+
+// Decide says whether gc deletes e, and why. The rules, in order:
+//   - a sandbox whose owning talkops process still runs on this host is kept;
+//   - one past its expires-at label is deleted;
+//   - one at least olderThan old is deleted when its owner is known to be gone or it has
+//     no expiry (an unexpired sandbox whose owner cannot be checked, say from another
+//     CI host sharing the engine, is left until it expires);
+//   - everything else is kept.
+func Decide(e Entry, olderThan time.Duration, now time.Time) (del bool, reason string) {
+	age := now.Sub(e.CreatedAt)
+	switch {
+	case e.Owner == OwnerAlive:
+		return false, fmt.Sprintf("owner pid %d is running", e.OwnerPID)
+	case !e.ExpiresAt.IsZero() && !now.Before(e.ExpiresAt):
+		return true, fmt.Sprintf("expired %s ago", roundDur(now.Sub(e.ExpiresAt)))
+	case e.CreatedAt.IsZero():
+		return false, "creation time unknown"
+	case age < olderThan:
+		return false, fmt.Sprintf("younger than %s", roundDur(olderThan))
+	case e.Owner == OwnerGone:
+		return true, fmt.Sprintf("%s old and owner pid %d is gone", roundDur(age), e.OwnerPID)
+	case e.ExpiresAt.IsZero():
+		return true, fmt.Sprintf("%s old, no expiry", roundDur(age))
+	default:
+		return false, fmt.Sprintf("owner cannot be checked from this host; expires in %s", roundDur(e.ExpiresAt.Sub(now)))
+	}
+}
+
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute)
+	case d >= time.Minute:
+		return d.Round(time.Second)
+	default:
+		return d.Round(time.Millisecond)
+	}
+}
+
+// GCLedger deletes what Decide selects and forgets ledger entries whose sandbox is gone.
+// With dryRun it changes nothing and reports what it would do. Listing errors are
+// returned joined with any deletion failures; the report is complete either way.
+func GCLedger(ctx context.Context, listers map[string]providers.Lister, ledger Ledger, olderThan time.Duration, dryRun bool, opts Options) (Report, error) {
+	rep := Report{DryRun: dryRun, Deleted: []Action{}, Forgotten: []Action{}, Kept: []Action{}, Failed: []Action{}}
+	entries, listErr := ListLedger(ctx, listers, ledger, opts)
+	now := opts.now()
+	var errs []error
+	if listErr != nil {
+		errs = append(errs, listErr)
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		switch e.State {
+		case StateGone:
+			a := Action{Entry: e, Reason: "the provider no longer has it"}
+			if !dryRun && ledger != nil {
+				if err := ledger.Forget(e.Provider, e.ID); err != nil {
+					a.Error = err.Error()
+					rep.Failed = append(rep.Failed, a)
+					errs = append(errs, fmt.Errorf("forget %s sandbox %s: %w", e.Provider, e.ID, err))
+					continue
+				}
+			}
+			rep.Forgotten = append(rep.Forgotten, a)
+			continue
+		case StateUnchecked:
+			rep.Kept = append(rep.Kept, Action{Entry: e, Reason: "the provider could not be asked"})
+			continue
+		}
+		del, reason := Decide(e, olderThan, now)
+		a := Action{Entry: e, Reason: reason}
+		if !del {
+			rep.Kept = append(rep.Kept, a)
+			continue
+		}
+		if dryRun {
+			rep.Deleted = append(rep.Deleted, a)
+			continue
+		}
+		if err := listers[e.Provider].Delete(ctx, e.ID); err != nil {
+			a.Error = err.Error()
+			rep.Failed = append(rep.Failed, a)
+			errs = append(errs, fmt.Errorf("delete %s sandbox %s: %w", e.Provider, e.ID, err))
+			continue
+		}
+		if e.InLedger && ledger != nil {
+			if err := ledger.Forget(e.Provider, e.ID); err != nil {
+				errs = append(errs, fmt.Errorf("forget %s sandbox %s: %w", e.Provider, e.ID, err))
+			}
+		}
+		rep.Deleted = append(rep.Deleted, a)
+	}
+	return rep, errors.Join(errs...)
+}
+
+// CloseListers closes the listers that hold resources (engine clients).
+func CloseListers(listers map[string]providers.Lister) error {
+	var errs []error
+	for name, l := range listers {
+		if c, ok := l.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close %s: %w", name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
