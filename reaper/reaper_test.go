@@ -63,12 +63,12 @@ func (m *memLedger) Forget(provider, id string) error {
 }
 
 var (
-	now       = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	livePID   = 4242
-	deadPIDConst   = 5353
-	testOpts  = Options{Now: func() time.Time { return now }, Hostname: "ci-1", Alive: func(pid int) bool { return pid == livePID }}
-	hourAgo   = now.Add(-time.Hour)
-	minuteAgo = now.Add(-time.Minute)
+	now          = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	livePID      = 4242
+	deadPIDConst = 5353
+	testOpts     = Options{Now: func() time.Time { return now }, Hostname: "ci-1", Alive: func(pid int) bool { return pid == livePID }}
+	hourAgo      = now.Add(-time.Hour)
+	minuteAgo    = now.Add(-time.Minute)
 )
 
 func info(id string, created, expires time.Time, pid int, host string) providers.Info {
@@ -154,9 +154,9 @@ func TestGC(t *testing.T) {
 			t.Parallel()
 			docker := &fakeLister{
 				infos: []providers.Info{
-					info("c-live", hourAgo, minuteAgo, livePID, "ci-1"),      // kept: owner alive
+					info("c-live", hourAgo, minuteAgo, livePID, "ci-1"),           // kept: owner alive
 					info("c-dead", hourAgo, time.Time{}, deadPIDConst, "ci-1"),    // deleted
-					info("c-expired", minuteAgo, minuteAgo, 0, ""),           // deleted
+					info("c-expired", minuteAgo, minuteAgo, 0, ""),                // deleted
 					info("c-young", minuteAgo, time.Time{}, deadPIDConst, "ci-1"), // kept
 					info("c-fails", hourAgo, time.Time{}, deadPIDConst, "ci-1"),   // delete fails
 				},
