@@ -126,6 +126,7 @@ type source struct {
 
 type setting struct {
 	val  any // string, bool, time.Duration, int64 or []string
+	raw  any // the value as written, before paths were resolved
 	src  source
 	note string // shown after the source, e.g. why the value is not used
 }
@@ -336,7 +337,7 @@ func (l *loader) parseSetting(k *Key, raw string, src source) (setting, error) {
 	if err != nil {
 		return setting{}, errFrom(src, k, err.Error(), err)
 	}
-	return setting{val: l.resolvePath(k, v, src.base), src: src}, nil
+	return setting{val: l.resolvePath(k, v, src.base), raw: v, src: src}, nil
 }
 
 // errFrom makes an *Error located at a setting's source.
@@ -394,7 +395,7 @@ func (l *loader) check(c *Config) error {
 			msg = fmt.Sprintf("%s is not a regular file", path)
 		}
 		if msg != "" {
-			if s.src.file != nil {
+			if raw, _ := s.raw.(string); s.src.file != nil && !filepath.IsAbs(raw) && !strings.HasPrefix(raw, "~") {
 				msg += fmt.Sprintf(" (a relative path in %s is resolved against %s)", s.src.file.display, s.src.base)
 			}
 			return errFrom(s.src, k, msg, err)

@@ -449,6 +449,12 @@ func TestLoadErrors(t *testing.T) {
 			line:    3,
 		},
 		{
+			name:    "missing absolute setup script",
+			project: "[sandboxes]\nsetup_script_path = \"/nonexistent/init.sh\"\n",
+			want:    `.talkops/config.toml:2:21: sandboxes.setup_script_path: /nonexistent/init.sh: no such file or directory`,
+			line:    2,
+		},
+		{
 			name: "error in the user file",
 			user: "[sandboxes]\nimage = 3\n",
 			want: `~/.talkops/config.toml:2:9: sandboxes.image: want a string, got integer 3`,

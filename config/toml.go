@@ -377,13 +377,12 @@ func (l *loader) readKey(f *fileSource, fv *fileValues, k *Key, dotted string, p
 	if err != nil {
 		return f.errAt(f.ix.val(path), dotted, dotted+": "+err.Error(), err)
 	}
-	src := f.sourceAt(path)
-	parsed = l.resolvePath(k, parsed, src.base)
 	if err := runCheck(k, parsed); err != nil {
 		return f.errAt(f.ix.val(path), dotted, dotted+": "+err.Error(), err)
 	}
+	src := f.sourceAt(path)
 	fv.spelled[k.Name] = dotted
-	fv.settings[k.Name] = setting{val: parsed, src: src}
+	fv.settings[k.Name] = setting{val: l.resolvePath(k, parsed, src.base), raw: parsed, src: src}
 	return nil
 }
 
