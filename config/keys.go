@@ -173,8 +173,8 @@ var keys = []Key{
 		Name:    "run.report_dir",
 		Type:    TypePath,
 		Env:     []string{"TALKOPS_REPORT_DIR"},
-		Default: ".talkops/report",
-		Help:    "directory result.json and the reports are written to",
+		Default: ".talkops/runs",
+		Help:    "directory result.json and the reports are written to; the default gets one subdirectory per run id",
 		field:   func(c *Config) any { return &c.Run.ReportDir },
 	},
 	{

@@ -33,7 +33,7 @@ type runCmd struct {
 	SandboxID           string `name:"sandbox-id" placeholder:"ID" config:"sandboxes.sandbox_id" help:"Attach to a running sandbox instead of creating one; it is never deleted. ${cfg_sandboxes_sandbox_id}"`
 	SandboxSnapshotName string `name:"sandbox-snapshot-name" placeholder:"NAME" config:"sandboxes.snapshot_name" help:"Snapshot, blueprint or image a new sandbox starts from. ${cfg_sandboxes_snapshot_name}"`
 	SandboxSetup        string `name:"sandbox-setup" placeholder:"PATH" config:"sandboxes.setup_script_path" help:"Script run with bash inside the sandbox after the workspace sync; a non-zero exit aborts the run (exit 3). ${cfg_sandboxes_setup_script_path}"`
-	NoSync              bool   `name:"no-sync" config:"sandboxes.sync_workspace" help:"Do not upload the project into the sandbox. ${cfg_sandboxes_sync_workspace}"`
+	NoSync              bool   `name:"no-sync" config:"sandboxes.sync_workspace" help:"Do not upload the project into the sandbox. (env TALKOPS_SANDBOX_SYNC_WORKSPACE=false, SANDBOX_SYNC_WORKSPACE=false; config [sandboxes] sync_workspace = false)"`
 	Rubric              string `placeholder:"FILE.toml" help:"Rubric whose checks decide the verdict (a TOML file with [[check]] entries)."`
 	Quiet               bool   `short:"q" help:"Print only the verdict line on stdout; no progress on stderr."`
 	OutputFormat        string `name:"output-format" placeholder:"FORMAT" config:"run.output_format" help:"text, json (one object at the end) or stream-json (one event per line). ${cfg_run_output_format}"`
@@ -225,7 +225,7 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 
 	reportDir := cfg.Run.ReportDir
 	if cfg.Source("run.report_dir") == "default" {
-		reportDir = filepath.Join(cfg.ProjectDir, ".talkops", "runs", runID)
+		reportDir = filepath.Join(reportDir, runID) // one directory per run
 	}
 	if err := os.MkdirAll(reportDir, 0o755); err != nil {
 		return opts, usagef("--report-dir %s: %v", reportDir, err)

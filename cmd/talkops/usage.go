@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/runner"
 )
@@ -16,7 +17,7 @@ func usageErr(err error) error { return &runner.UsageError{Err: err} }
 func isUsage(err error) bool {
 	var ue *runner.UsageError
 	var re *rubric.Error
-	return errors.As(err, &ue) || errors.As(err, &re)
+	return errors.As(err, &ue) || errors.As(err, &re) || errors.Is(err, providers.ErrConfig)
 }
 
 type forceKey struct{}
