@@ -60,12 +60,17 @@ daemon_pid() {
 }
 
 start_daemon() {
+	local pid
 	if daemon_pid >/dev/null && docker_ok; then
 		log "dockerd already running (pid $(daemon_pid)) on $SOCK"
 		return
 	fi
+	# A daemon killed earlier (not stopped) can leave its pidfile and mounts behind.
+	if pid=$(daemon_pid); then
+		log "dockerd (pid $pid) runs but does not answer; stopping it"
+	fi
+	stop_daemon
 	mkdir -p "$DIR/data" "$DIR/exec"
-	rm -f "$SOCK"
 	log "starting dockerd on $SOCK (log: $LOG)"
 	# setsid: the daemon must not die with the CI step's process group.
 	setsid dockerd \
