@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/talkops/talkops/reaper"
+)
+
+// SandboxCmd is `talkops sandbox ls|gc`: find and delete the sandboxes that killed runs
+// left behind. The grammar embeds it as
+//
+//	Sandbox SandboxCmd `cmd:"" help:"List or garbage-collect sandboxes talkops created."`
+//
+// and binds a reaper.ListerFunc built from the provider map (kong.Bind).
+type SandboxCmd struct {
+	Ls sandboxLsCmd `cmd:"" help:"List sandboxes talkops created: the local ledger merged with what each provider reports."`
+	Gc sandboxGcCmd `cmd:"" help:"Delete sandboxes left behind by killed runs (past their expiry, or older than --older-than with their talkops process gone)."`
+}
+
+// sandboxFlags are shared by ls and gc.
+type sandboxFlags struct {
+	Provider []string `name:"provider" short:"p" sep:"," placeholder:"NAME" help:"Only these providers (repeatable or comma-separated); default: every configured provider that can list sandboxes."`
+	JSON     bool     `name:"json" help:"Print JSON instead of a table."`
+	StateDir string   `name:"state-dir" type:"path" placeholder:"DIR" help:"Ledger of created sandboxes (default: $XDG_STATE_HOME/talkops/sandboxes or ~/.local/state/talkops/sandboxes)."`
+}
+
+type sandboxLsCmd struct {
+	sandboxFlags
+}
+
+type sandboxGcCmd struct {
+	sandboxFlags
+	OlderThan time.Duration `name:"older-than" default:"1h" help:"Delete sandboxes at least this old whose talkops process is gone or that carry no expiry (sandboxes past their expiry go regardless). Default ${default}."`
+	DryRun    bool          `name:"dry-run" help:"Report what would be deleted; delete nothing."`
+}
+
+func (f sandboxFlags) stateDir(a *app) string {
+	if f.StateDir != "" {
+		return f.StateDir
+	}
+	return reaper.DefaultStateDir(a.getenv)
+}
+
+// Run lists sandboxes. A provider that cannot be asked is reported after the table and
+// makes the exit code 3; the other providers are still listed.
+func (c *sandboxLsCmd) Run(ctx context.Context, a *app, listers reaper.ListerFunc) error {
+	ls, err := listers(ctx, c.Provider)
+	if err != nil {
+		return usageErr(fmt.Errorf("sandbox ls: %w", err))
+	}
+	defer reaper.CloseListers(ls)
+	entries, listErr := reaper.List(ctx, ls, c.stateDir(a))
+	if c.JSON {
+		if entries == nil {
+			entries = []reaper.Entry{}
+		}
+		err = reaper.WriteJSON(a.stdout, entries)
+	} else {
+		err = reaper.WriteTable(a.stdout, entries, time.Now())
+	}
+	if err = errors.Join(listErr, err); err != nil {
+		return fmt.Errorf("sandbox ls: %w", err)
+	}
+	return nil
+}
+
+// Run deletes orphaned sandboxes and prints what it did.
+func (c *sandboxGcCmd) Run(ctx context.Context, a *app, listers reaper.ListerFunc) error {
+	if c.OlderThan < 0 {
+		return usageErr(fmt.Errorf("sandbox gc: --older-than=%s: want a duration of 0 or more, such as 1h or 30m", c.OlderThan))
+	}
+	ls, err := listers(ctx, c.Provider)
+	if err != nil {
+		return usageErr(fmt.Errorf("sandbox gc: %w", err))
+	}
+	defer reaper.CloseListers(ls)
+	rep, gcErr := reaper.GC(ctx, ls, c.stateDir(a), c.OlderThan, c.DryRun)
+	if c.JSON {
+		err = reaper.WriteJSON(a.stdout, rep)
+	} else {
+		err = reaper.WriteReport(a.stdout, rep)
+	}
+	if err = errors.Join(gcErr, err); err != nil {
+		return fmt.Errorf("sandbox gc: %w", err)
+	}
+	return nil
+}

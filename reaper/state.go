@@ -1,0 +1,42 @@
+package reaper
+
+import (
+	"context"
+	"time"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/state"
+)
+
+// DefaultStateDir is the ledger directory talkops runs record their sandboxes in.
+func DefaultStateDir(getenv func(string) string) string { return state.DefaultDir(getenv) }
+
+// StateLedger is the on-disk ledger in dir (providers/state).
+func StateLedger(dir string) Ledger { return stateLedger(dir) }
+
+type stateLedger string
+
+func (d stateLedger) Entries() ([]LedgerEntry, error) {
+	es, err := state.List(string(d))
+	out := make([]LedgerEntry, 0, len(es))
+	for _, e := range es {
+		out = append(out, LedgerEntry{
+			Provider: e.Provider, ID: e.ID, RunID: e.RunID, CreatedAt: e.CreatedAt,
+			ExpiresAt: e.ExpiresAt, ProjectDir: e.ProjectDir, PID: e.PID,
+		})
+	}
+	return out, err
+}
+
+func (d stateLedger) Forget(provider, id string) error { return state.Remove(string(d), provider, id) }
+
+// List merges the ledger in stateDir with what each lister reports; see ListLedger.
+func List(ctx context.Context, listers map[string]providers.Lister, stateDir string) ([]Entry, error) {
+	return ListLedger(ctx, listers, StateLedger(stateDir), Options{})
+}
+
+// GC deletes orphaned sandboxes and forgets ledger entries of sandboxes that are gone;
+// see GCLedger and Decide.
+func GC(ctx context.Context, listers map[string]providers.Lister, stateDir string, olderThan time.Duration, dryRun bool) (Report, error) {
+	return GCLedger(ctx, listers, StateLedger(stateDir), olderThan, dryRun, Options{})
+}

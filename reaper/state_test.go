@@ -1,0 +1,61 @@
+package reaper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/state"
+)
+
+// TestGCWithStateDir runs gc against the real on-disk ledger.
+func TestGCWithStateDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * time.Hour).UTC()
+	dead := deadPID(t)
+	for _, e := range []state.Entry{
+		{Provider: "docker", ID: "c-orphan", RunID: "r1", CreatedAt: old, PID: dead},
+		{Provider: "docker", ID: "c-vanished", RunID: "r2", CreatedAt: old, PID: dead},
+	} {
+		if err := state.Record(dir, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docker := &fakeLister{infos: []providers.Info{{Provider: "docker", ID: "c-orphan", CreatedAt: old, State: "running"}}}
+	listers := map[string]providers.Lister{"docker": docker}
+
+	entries, err := List(t.Context(), listers, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.ID+":"+e.State+":"+e.Owner)
+	}
+	if diff := cmp.Diff([]string{"c-orphan:running:gone", "c-vanished:gone:gone"}, got); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+
+	if _, err := GC(t.Context(), listers, dir, time.Hour, true); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := state.List(dir); len(left) != 2 || len(docker.deleted) != 0 {
+		t.Fatalf("dry run changed things: ledger %v, deleted %v", left, docker.deleted)
+	}
+	rep, err := GC(t.Context(), listers, dir, time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Deleted) != 1 || len(rep.Forgotten) != 1 {
+		t.Errorf("GC report = %+v, want one deleted and one forgotten", rep)
+	}
+	if left, _ := state.List(dir); len(left) != 0 {
+		t.Errorf("ledger after gc = %v, want empty", left)
+	}
+	if diff := cmp.Diff([]string{"c-orphan"}, docker.deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+}
