@@ -85,6 +85,8 @@ func (o Options) action() *githubactions.Action {
 // safe to call on a result that is still partial. Their errors never change the verdict:
 // the caller logs them and records them in result.json.
 type Publisher interface {
+	// Name identifies the publisher in logs and result.json errors.
+	Name() string
 	Begin(ctx context.Context, r *result.Result) error
 	Finish(ctx context.Context, r *result.Result) error
 }
@@ -112,7 +114,7 @@ func Detect(opts Options) []Publisher {
 			ResultPath:      resultPath,
 			SummaryPath:     filepath.Join(opts.Dir, SummaryFile),
 		})
-		pubs = append(pubs, orFailing(p, err))
+		pubs = append(pubs, orFailing("github", p, err))
 	}
 	if opts.getenv("GITLAB_CI") == "true" {
 		p, err := gitlab.New(gitlab.Config{
@@ -122,7 +124,7 @@ func Detect(opts Options) []Publisher {
 			Log:        opts.stdout(),
 			NoNote:     opts.NoComment,
 		})
-		pubs = append(pubs, orFailing(p, err))
+		pubs = append(pubs, orFailing("gitlab", p, err))
 	}
 	if opts.Sink != nil {
 		for i, p := range pubs {
@@ -132,15 +134,19 @@ func Detect(opts Options) []Publisher {
 	return pubs
 }
 
-func orFailing(p Publisher, err error) Publisher {
+func orFailing(name string, p Publisher, err error) Publisher {
 	if err != nil {
-		return failing{err}
+		return failing{name, err}
 	}
 	return p
 }
 
-type failing struct{ err error }
+type failing struct {
+	name string
+	err  error
+}
 
+func (f failing) Name() string                                 { return f.name }
 func (f failing) Begin(context.Context, *result.Result) error  { return f.err }
 func (f failing) Finish(context.Context, *result.Result) error { return f.err }
 
@@ -160,7 +166,7 @@ func (w *warning) Finish(ctx context.Context, r *result.Result) error {
 
 func (w *warning) emit(stage string, err error) error {
 	if err != nil {
-		w.sink.Emit(events.Event{Type: events.Warning, Stage: stage, Message: err.Error()})
+		w.sink.Emit(events.Event{Type: events.Warning, Stage: stage, Message: w.Name() + ": " + err.Error()})
 	}
 	return err
 }
@@ -172,6 +178,7 @@ type files struct {
 	getenv  func(string) string
 }
 
+func (f *files) Name() string                                { return "files" }
 func (f *files) Begin(context.Context, *result.Result) error { return nil }
 
 func (f *files) Finish(_ context.Context, r *result.Result) error {
@@ -184,6 +191,14 @@ func (f *files) Finish(_ context.Context, r *result.Result) error {
 func Multi(pubs ...Publisher) Publisher { return multi(pubs) }
 
 type multi []Publisher
+
+func (m multi) Name() string {
+	names := make([]string, len(m))
+	for i, p := range m {
+		names[i] = p.Name()
+	}
+	return strings.Join(names, "+")
+}
 
 func (m multi) Begin(ctx context.Context, r *result.Result) error {
 	var errs []error

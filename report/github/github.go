@@ -200,6 +200,9 @@ func (p *Publisher) checkName(r *result.Result) string {
 	return "talkops"
 }
 
+// Name is "github".
+func (p *Publisher) Name() string { return "github" }
+
 // Begin creates the check run as in_progress, so the PR shows talkops running. Without a
 // token, on a fork or without permission it does nothing and Finish explains why.
 func (p *Publisher) Begin(ctx context.Context, r *result.Result) error {

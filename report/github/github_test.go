@@ -728,3 +728,36 @@ func TestCI(t *testing.T) {
 		t.Errorf("CI() outside Actions = %+v, want nil", got)
 	}
 }
+
+func TestLargeResultStaysWithinLimits(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "pull_request", prPayload(false))
+	r := makeResult(1500, 500)
+	long := strings.Repeat("ü long evidence line with `ticks` and | pipes\n", 100)
+	for i := range r.Findings {
+		r.Findings[i].Message += " " + long[:2000]
+	}
+	for i := range 60 {
+		r.Rubric.Items = append(r.Rubric.Items, result.Item{ID: fmt.Sprintf("item-%02d", i), Kind: "check", Required: true,
+			Status: "fail", Reason: long, Check: &result.Check{Argv: []string{"sh", "-c", "x"}, StdoutTail: long, StderrTail: long}})
+	}
+	r.Agent = &result.Agent{FinalAnswer: strings.Repeat(long, 10)}
+	h.publish(t, h.publisher(t, nil), r) // the fake answers 422 to anything over a limit
+
+	c := h.fake.onlyCheck()
+	if len(c.Annotations) != MaxCheckAnnotations || c.Status != "completed" {
+		t.Errorf("%d annotations, status %q; want %d, completed", len(c.Annotations), c.Status, MaxCheckAnnotations)
+	}
+	if len(c.Summary) > CheckTextBytes || len(c.Text) > CheckTextBytes {
+		t.Errorf("check summary %d / text %d bytes, limit %d", len(c.Summary), len(c.Text), CheckTextBytes)
+	}
+	if n := len(h.fake.comments[0].Body); n > CommentBytes {
+		t.Errorf("comment %d bytes, limit %d", n, CommentBytes)
+	}
+	if n := len(h.summary(t)); n > StepSummaryBytes {
+		t.Errorf("step summary %d bytes, limit %d", n, StepSummaryBytes)
+	}
+	if s := h.summary(t); !strings.Contains(s, "more findings") {
+		t.Errorf("step summary does not say findings were left out")
+	}
+}

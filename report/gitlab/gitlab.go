@@ -139,6 +139,9 @@ func (p *Publisher) logf(format string, args ...any) {
 	fmt.Fprintf(p.cfg.Log, "talkops: gitlab: "+format+"\n", args...)
 }
 
+// Name is "gitlab".
+func (p *Publisher) Name() string { return "gitlab" }
+
 // Begin does nothing: GitLab has no in-progress state worth a request.
 func (p *Publisher) Begin(context.Context, *result.Result) error { return nil }
 

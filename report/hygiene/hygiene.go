@@ -77,7 +77,23 @@ func (r *Redactor) Redact(s string) string {
 	if r != nil && r.replacer != nil {
 		s = r.replacer.Replace(s)
 	}
+	if !mayHoldToken(s) {
+		return s
+	}
 	return tokenShapes.ReplaceAllString(s, Redacted)
+}
+
+// tokenPrefixes are literal prefixes of tokenShapes; text without any of them cannot
+// match, which spares the regular expression on most text.
+var tokenPrefixes = []string{"github_pat_", "gh", "sk-", "AKIA", "ASIA", "xox", "glpat-", "AIza", "-----BEGIN"}
+
+func mayHoldToken(s string) bool {
+	for _, p := range tokenPrefixes {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 var ansi = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
@@ -85,7 +101,9 @@ var ansi = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|
 // StripANSI removes terminal escape sequences and other control characters except tab
 // and newline, and replaces invalid UTF-8.
 func StripANSI(s string) string {
-	s = ansi.ReplaceAllString(s, "")
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = ansi.ReplaceAllString(s, "")
+	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.Map(func(r rune) rune {
 		switch {
@@ -110,6 +128,9 @@ var mention = regexp.MustCompile(`(^|[^A-Za-z0-9_.+\-])@([A-Za-z0-9])`)
 // NeutralizeMentions breaks @user and @org/team mentions (and GitLab's @all) with a
 // zero-width joiner after the @.
 func NeutralizeMentions(s string) string {
+	if strings.IndexByte(s, '@') < 0 {
+		return s
+	}
 	return mention.ReplaceAllString(s, "${1}@"+zwj+"${2}")
 }
 
@@ -122,6 +143,9 @@ var markers = regexp.MustCompile(`(?i)<!--[\s\S]*?(?:-->|\z)`)
 // markers) and breaks any remaining "<!--" so quoted text can neither hide content nor
 // make our comment look like another talkops comment.
 func StripMarkers(s string) string {
+	if !strings.Contains(s, "<!--") && !strings.Contains(s, "-->") {
+		return s
+	}
 	s = markers.ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, "<!--", "<"+zwj+"!--")
 	return strings.ReplaceAll(s, "-->", "--"+zwj+">")
