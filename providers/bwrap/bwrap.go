@@ -95,12 +95,12 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	}
 	if spec.WorkDir != "" {
 		if err := checkSandboxDir(spec.WorkDir); err != nil {
-			return nil, fmt.Errorf("create bwrap sandbox: work dir %q: %w", spec.WorkDir, err)
+			return nil, fmt.Errorf("create bwrap sandbox: %w: work dir %q: %w", providers.ErrConfig, spec.WorkDir, err)
 		}
 		r.workDir = filepath.Clean(spec.WorkDir)
 	}
 	if err := checkEnv(spec.Env); err != nil {
-		return nil, fmt.Errorf("create bwrap sandbox: %w", err)
+		return nil, fmt.Errorf("create bwrap sandbox: %w: %w", providers.ErrConfig, err)
 	}
 	bin, err := p.ensureUsable(ctx, r)
 	if err != nil {
@@ -109,7 +109,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	r.bwrap = bin
 	if r.rootfs != "" {
 		if fi, err := os.Stat(r.rootfs); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("create bwrap sandbox: bwrap option rootfs = %q: not a directory", r.rootfs)
+			return nil, fmt.Errorf("create bwrap sandbox: %w: bwrap option rootfs = %q: not a directory", providers.ErrConfig, r.rootfs)
 		}
 	}
 

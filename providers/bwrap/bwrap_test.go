@@ -659,18 +659,19 @@ func TestListAttachDelete(t *testing.T) {
 func TestCreateErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		opts Options
-		spec providers.Spec
-		want string
+		name       string
+		opts       Options
+		spec       providers.Spec
+		want       string
+		wantConfig bool
 	}{
-		{"missing bwrap", Options{Bwrap: "/nonexistent/bwrap"}, providers.Spec{}, "apt-get install -y bubblewrap"},
-		{"bad memory", Options{Memory: "lots"}, providers.Spec{}, `memory = "lots"`},
-		{"bad limits", Options{Limits: "strict"}, providers.Spec{}, `limits = "strict"`},
-		{"relative rootfs", Options{Rootfs: "rootfs"}, providers.Spec{}, "rootfs"},
-		{"reserved work dir", Options{}, providers.Spec{WorkDir: "/usr/src"}, "inside /usr"},
-		{"bad env", Options{}, providers.Spec{Env: map[string]string{"": "x"}}, "environment variable name"},
-		{"missing rootfs", Options{Rootfs: "/nonexistent/rootfs"}, providers.Spec{}, "not a directory"},
+		{"missing bwrap", Options{Bwrap: "/nonexistent/bwrap"}, providers.Spec{}, "apt-get install -y bubblewrap", false},
+		{"bad memory", Options{Memory: "lots"}, providers.Spec{}, `memory = "lots"`, true},
+		{"bad limits", Options{Limits: "strict"}, providers.Spec{}, `limits = "strict"`, true},
+		{"relative rootfs", Options{Rootfs: "rootfs"}, providers.Spec{}, "rootfs", true},
+		{"reserved work dir", Options{}, providers.Spec{WorkDir: "/usr/src"}, "inside /usr", true},
+		{"bad env", Options{}, providers.Spec{Env: map[string]string{"": "x"}}, "environment variable name", true},
+		{"missing rootfs", Options{Rootfs: "/nonexistent/rootfs"}, providers.Spec{}, "not a directory", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -681,6 +682,9 @@ func TestCreateErrors(t *testing.T) {
 			_, err := New(tt.opts).Create(t.Context(), tt.spec)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Create(%+v) = %v, want an error containing %q", tt.opts, err, tt.want)
+			}
+			if got := errors.Is(err, providers.ErrConfig); got != tt.wantConfig {
+				t.Errorf("errors.Is(%v, ErrConfig) = %v, want %v", err, got, tt.wantConfig)
 			}
 			if ents, _ := os.ReadDir(tt.opts.StateDir); len(ents) != 0 {
 				t.Errorf("failed Create left %d entries in the state dir", len(ents))

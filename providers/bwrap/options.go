@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/docker/go-units"
+
+	"github.com/talkops/talkops/providers"
 )
 
 // Defaults applied when an Options field is left at its zero value.
@@ -91,7 +93,16 @@ func (o Options) Validate() error {
 	return err
 }
 
+// resolve applies defaults and checks every option; errors wrap providers.ErrConfig.
 func (o Options) resolve() (resolved, error) {
+	r, err := o.resolveRaw()
+	if err != nil {
+		return r, fmt.Errorf("%w: %w", providers.ErrConfig, err)
+	}
+	return r, nil
+}
+
+func (o Options) resolveRaw() (resolved, error) {
 	r := resolved{
 		network:    o.Network,
 		pids:       o.Pids,

@@ -131,12 +131,12 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	}
 	if spec.WorkDir != "" {
 		if !strings.HasPrefix(spec.WorkDir, "/") {
-			return nil, fmt.Errorf("create docker sandbox: work dir %q: want an absolute path", spec.WorkDir)
+			return nil, fmt.Errorf("create docker sandbox: %w: work dir %q: want an absolute path", providers.ErrConfig, spec.WorkDir)
 		}
 		r.workDir = spec.WorkDir
 	}
 	if err := checkEnv(spec.Env); err != nil {
-		return nil, fmt.Errorf("create docker sandbox: %w", err)
+		return nil, fmt.Errorf("create docker sandbox: %w: %w", providers.ErrConfig, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("create docker sandbox: %w", err)

@@ -337,15 +337,16 @@ func TestCreateErrors(t *testing.T) {
 	t.Parallel()
 	img := testImage(t)
 	tests := []struct {
-		name string
-		opts Options
-		want string
+		name       string
+		opts       Options
+		want       string
+		wantConfig bool
 	}{
-		{"missing image, never pull", Options{Image: "talkops-no-such-image:1", Pull: PullNever}, "docker pull talkops-no-such-image:1"},
-		{"missing image, pull fails", Options{Image: "127.0.0.1:1/talkops/none:1"}, "pulling it failed"},
-		{"bad memory", Options{Image: img, Memory: "huge"}, `memory = "huge"`},
-		{"bad pull", Options{Image: img, Pull: "sometimes"}, `pull = "sometimes"`},
-		{"bad workdir", Options{Image: img, WorkingDir: "rel"}, "working_dir"},
+		{"missing image, never pull", Options{Image: "talkops-no-such-image:1", Pull: PullNever}, "docker pull talkops-no-such-image:1", false},
+		{"missing image, pull fails", Options{Image: "127.0.0.1:1/talkops/none:1"}, "pulling it failed", false},
+		{"bad memory", Options{Image: img, Memory: "huge"}, `memory = "huge"`, true},
+		{"bad pull", Options{Image: img, Pull: "sometimes"}, `pull = "sometimes"`, true},
+		{"bad workdir", Options{Image: img, WorkingDir: "rel"}, "working_dir", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -358,6 +359,9 @@ func TestCreateErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Create(%+v) = %v, want it to contain %q", tt.opts, err, tt.want)
+			}
+			if got := errors.Is(err, providers.ErrConfig); got != tt.wantConfig {
+				t.Errorf("errors.Is(%v, ErrConfig) = %v, want %v", err, got, tt.wantConfig)
 			}
 		})
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/docker/docker/client"
 	"github.com/docker/go-units"
+
+	"github.com/talkops/talkops/providers"
 )
 
 // Defaults applied when an Options field is left at its zero value.
@@ -73,7 +75,16 @@ func (o Options) Validate() error {
 	return err
 }
 
+// resolve applies defaults and checks every option; errors wrap providers.ErrConfig.
 func (o Options) resolve() (resolved, error) {
+	r, err := o.resolveRaw()
+	if err != nil {
+		return r, fmt.Errorf("%w: %w", providers.ErrConfig, err)
+	}
+	return r, nil
+}
+
+func (o Options) resolveRaw() (resolved, error) {
 	r := resolved{image: o.Image, network: o.Network, pids: o.Pids, workDir: o.WorkingDir, user: o.User, pull: o.Pull}
 	if r.image == "" {
 		r.image = DefaultImage
