@@ -1,0 +1,520 @@
+package vercel_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/archive"
+	"github.com/talkops/talkops/providers/httpapi"
+	"github.com/talkops/talkops/providers/httpapi/fakekit"
+	"github.com/talkops/talkops/providers/providertest"
+	"github.com/talkops/talkops/providers/vercel"
+	"github.com/talkops/talkops/providers/vercel/vercelfake"
+)
+
+const (
+	token   = "vercel_test_token"
+	team    = "team_test"
+	project = "prj_test"
+)
+
+var fastRetry = httpapi.Retry{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func newServer(t *testing.T) *vercelfake.Server {
+	t.Helper()
+	srv := vercelfake.New(token, team, project)
+	srv.ReadyAfter = 2
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newProvider(t *testing.T, srv *vercelfake.Server, mod func(*vercel.Options)) *vercel.Provider {
+	t.Helper()
+	opts := vercel.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	if mod != nil {
+		mod(&opts)
+	}
+	p, err := vercel.New(opts, env("VERCEL_TOKEN", token, "VERCEL_TEAM_ID", team, "VERCEL_PROJECT_ID", project))
+	if err != nil {
+		t.Fatalf("vercel.New: %v", err)
+	}
+	return p
+}
+
+func spec(runID string) providers.Spec {
+	return providers.Spec{RunID: runID, TTL: 20 * time.Minute, Labels: map[string]string{
+		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops",
+		providers.LabelExpiresAt: "2030-01-02T03:04:05Z",
+	}}
+}
+
+type harness struct{ srv *vercelfake.Server }
+
+func (h *harness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	return newProvider(t, h.srv, nil)
+}
+func (h *harness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+func (h *harness) Alive(context.Context) ([]string, bool) {
+	return h.srv.Ledger().Alive, true
+}
+func (h *harness) Close() { h.srv.Close() }
+
+func TestContract(t *testing.T) {
+	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
+		srv := vercelfake.New(token, team, project)
+		srv.ReadyAfter = 2
+		return &harness{srv: srv}, nil
+	})
+}
+
+func jwt(t *testing.T, claims map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(`{"alg":"RS256"}`)) + "." + enc.EncodeToString(b) + ".c2ln"
+}
+
+func TestCredentials(t *testing.T) {
+	future := time.Now().Add(time.Hour).Unix()
+	for _, tc := range []struct {
+		name    string
+		env     func(string) string
+		wantErr string // "" means New succeeds
+	}{
+		{"Nothing", env(), "VERCEL_OIDC_TOKEN is not set"},
+		{"TokenOnly", env("VERCEL_TOKEN", "t"), "VERCEL_TEAM_ID / VERCEL_PROJECT_ID not set"},
+		{"NoProject", env("VERCEL_TOKEN", "t", "VERCEL_TEAM_ID", "x"), "VERCEL_PROJECT_ID not set"},
+		{"AllThree", env("VERCEL_TOKEN", "t", "VERCEL_TEAM_ID", "x", "VERCEL_PROJECT_ID", "p"), ""},
+		{"OIDC", env("VERCEL_OIDC_TOKEN", jwt(t, map[string]any{"owner_id": "team_1", "project_id": "prj_1", "exp": future})), ""},
+		{"OIDCProjectFromEnv", env("VERCEL_OIDC_TOKEN", jwt(t, map[string]any{"owner_id": "team_1", "exp": future}), "VERCEL_PROJECT_ID", "prj_2"), ""},
+		{"OIDCNoProject", env("VERCEL_OIDC_TOKEN", jwt(t, map[string]any{"owner_id": "team_1"})), "VERCEL_PROJECT_ID is not set and VERCEL_OIDC_TOKEN has no project_id claim"},
+		{"OIDCExpired", env("VERCEL_OIDC_TOKEN", jwt(t, map[string]any{"owner_id": "team_1", "project_id": "p", "exp": 1700000000})), "VERCEL_OIDC_TOKEN expired at 2023-11-14T22:13:20Z"},
+		{"OIDCGarbage", env("VERCEL_OIDC_TOKEN", "not-a-jwt"), "is not a Vercel OIDC token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := vercel.New(vercel.Options{}, tc.env)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, providers.ErrConfig) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("New() error = %v, want a config error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	if _, err := vercel.New(vercel.Options{Runtime: "node24", Image: "x"}, env("VERCEL_TOKEN", "t", "VERCEL_TEAM_ID", "x", "VERCEL_PROJECT_ID", "p")); !errors.Is(err, providers.ErrConfig) {
+		t.Errorf("New(runtime and image) = %v, want a config error", err)
+	}
+}
+
+func TestOIDCTeamAndProjectAreUsed(t *testing.T) {
+	oidc := jwt(t, map[string]any{"owner_id": "team_oidc", "project_id": "prj_oidc", "exp": time.Now().Add(time.Hour).Unix()})
+	srv := vercelfake.New(oidc, "team_oidc", "prj_oidc")
+	t.Cleanup(srv.Close)
+	p, err := vercel.New(vercel.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), PollInterval: time.Millisecond}, env("VERCEL_OIDC_TOKEN", oidc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := p.Create(t.Context(), spec("run-oidc"))
+	if err != nil {
+		t.Fatalf("Create with OIDC credentials: %v", err)
+	}
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCreateRequest(t *testing.T) {
+	srv := newServer(t)
+	for _, tc := range []struct {
+		name string
+		opts func(*vercel.Options)
+		spec providers.Spec
+		want vercelfake.Sandbox
+	}{
+		{"Default", nil, spec("run-1"), vercelfake.Sandbox{Image: "vercel/sandbox/universal", Timeout: (20 * time.Minute).Milliseconds(), VCPUs: 2}},
+		{"Runtime", func(o *vercel.Options) { o.Runtime, o.VCPUs, o.Region = "python3.13", 4, "fra1" }, spec("run-2"),
+			vercelfake.Sandbox{Runtime: "python3.13", Timeout: (20 * time.Minute).Milliseconds(), VCPUs: 4, Region: "fra1"}},
+		{"DefaultTimeout", func(o *vercel.Options) { o.Image = "ubuntu" }, func() providers.Spec { s := spec("run-3"); s.TTL = 0; return s }(),
+			vercelfake.Sandbox{Image: "ubuntu", Timeout: (30 * time.Minute).Milliseconds(), VCPUs: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb, err := newProvider(t, srv, tc.opts).Create(t.Context(), tc.spec)
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			defer sb.Close(context.Background())
+			got, ok := srv.Sandbox(sb.ID())
+			if !ok {
+				t.Fatalf("no sandbox named %s", sb.ID())
+			}
+			want := tc.want
+			want.Name, want.SessionStatus, want.Persistent = sb.ID(), "running", false
+			if want.Region == "" {
+				want.Region = "iad1"
+			}
+			want.Tags = map[string]string{
+				providers.LabelRunID: tc.spec.RunID, providers.LabelCreatedBy: "talkops", providers.LabelExpiresAt: "20300102T030405Z",
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("created sandbox mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSnapshot(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	s := spec("run-snap")
+	s.Snapshot = "talkops-aws-agent"
+	_, err := p.Create(t.Context(), s)
+	if !errors.Is(err, providers.ErrNotSupported) || !strings.Contains(err.Error(), "snapshot id (snap_…)") {
+		t.Errorf("Create(snapshot name) = %v, want ErrNotSupported explaining ids", err)
+	}
+	s.Snapshot = "snap_missing"
+	_, err = p.Create(t.Context(), s)
+	if httpapi.StatusCode(err) != 410 || !strings.Contains(err.Error(), "Snapshot not found: snap_missing (snapshot_not_found)") {
+		t.Errorf("Create(unknown snapshot id) = %v, want the 410 with the provider's message", err)
+	}
+	if l := srv.Ledger(); l.Created != 0 {
+		t.Errorf("created = %d, want 0", l.Created)
+	}
+}
+
+func TestTooManyLabels(t *testing.T) {
+	srv := newServer(t)
+	s := spec("run-tags")
+	s.Labels["a"], s.Labels["b"], s.Labels["c"] = "1", "2", "3"
+	_, err := newProvider(t, srv, nil).Create(t.Context(), s)
+	if !errors.Is(err, providers.ErrNotSupported) || !strings.Contains(err.Error(), "at most 5 tags") {
+		t.Errorf("Create(6 labels) = %v, want ErrNotSupported naming the limit", err)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setup    func(*vercelfake.Server)
+		wantErr  string
+		wantCall map[string]int
+		leaks    bool
+	}{
+		{
+			name:     "CreateRateLimited",
+			setup:    func(s *vercelfake.Server) { s.Faults.Inject("create", 1, fakekit.Fault{Status: 429, RetryAfter: "0"}) },
+			wantCall: map[string]int{"create": 2, "delete": 1},
+		},
+		{
+			name: "Create500ThenOK",
+			setup: func(s *vercelfake.Server) {
+				s.Faults.Inject("create", 1, fakekit.Fault{Status: 500})
+			},
+			wantCall: map[string]int{"create": 2, "delete": 1},
+		},
+		{
+			name: "CreateAlways429",
+			setup: func(s *vercelfake.Server) {
+				s.Faults.InjectAll("create", fakekit.Fault{Status: 429, RetryAfter: "0", Body: `{"error":{"code":"rate_limited","message":"vCPU allocation rate limit reached"}}`})
+			},
+			wantErr:  "429 Too Many Requests: vCPU allocation rate limit reached (rate_limited) [gave up after 4 attempts]",
+			wantCall: map[string]int{"create": 4, "delete": 0},
+		},
+		{
+			name:     "WrongTeam",
+			setup:    func(s *vercelfake.Server) { s.TeamID = "team_other" },
+			wantErr:  "403 Forbidden: You don't have permission to access the team team_test (forbidden)",
+			wantCall: map[string]int{"create": 1},
+		},
+		{
+			name:     "NeverReady",
+			setup:    func(s *vercelfake.Server) { s.NeverReady = true },
+			wantErr:  `not running within 200ms (last status "pending")`,
+			wantCall: map[string]int{"create": 1, "delete": 1},
+		},
+		{
+			name:     "SessionFailed",
+			setup:    func(s *vercelfake.Server) { s.FailWith = "failed" },
+			wantErr:  "is failed",
+			wantCall: map[string]int{"create": 1, "delete": 1},
+		},
+		{
+			name: "NeverReadyDeleteFails",
+			setup: func(s *vercelfake.Server) {
+				s.NeverReady = true
+				s.Faults.InjectAll("delete", fakekit.Fault{Status: 502})
+			},
+			wantErr:  "deleting the half-created sandbox failed",
+			wantCall: map[string]int{"create": 1, "delete": 4},
+			leaks:    true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t)
+			tc.setup(srv)
+			p := newProvider(t, srv, func(o *vercel.Options) { o.ReadyTimeout = 200 * time.Millisecond })
+			sb, err := p.Create(t.Context(), spec("run-fault"))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Create() = %v, want success", err)
+				}
+				if err := sb.Close(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Create() error = %v, want it to contain %q", err, tc.wantErr)
+			}
+			for ep, n := range tc.wantCall {
+				if got := srv.Count(ep); got != n {
+					t.Errorf("%s calls = %d, want %d", ep, got, n)
+				}
+			}
+			if l := srv.Ledger(); !tc.leaks && len(l.Alive) != 0 {
+				t.Errorf("sandboxes left alive: %v", l.Alive)
+			}
+		})
+	}
+}
+
+func TestExecFaultsAndStoppedSession(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-exec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	base := srv.Count("cmd")
+	srv.Faults.Inject("cmd", base+1, fakekit.Fault{Status: 429, RetryAfter: "0"})
+	srv.Faults.Inject("cmd", base+2, fakekit.Fault{Status: 503})
+	res, err := sb.Exec(t.Context(), providers.Shell("echo x >> n; cat n"))
+	if err != nil || string(res.Stdout) != "x\n" {
+		t.Fatalf("Exec after 429 and 503 = %q, %v; want it run once", res.Stdout, err)
+	}
+	srv.StopSession(sb.ID())
+	_, err = sb.Exec(t.Context(), providers.Shell("true"))
+	if httpapi.StatusCode(err) != 410 || !strings.Contains(err.Error(), "its timeout passed") {
+		t.Errorf("Exec on a stopped session = %v, want the 410 explained", err)
+	}
+}
+
+func TestStreamsLive(t *testing.T) {
+	srv := newServer(t)
+	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-stream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	first := make(chan struct{})
+	w := &firstWrite{ch: first}
+	cmd := providers.Shell("echo first; sleep 2; echo second")
+	cmd.Stdout = w
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := sb.Exec(t.Context(), cmd); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-first:
+		select {
+		case <-done:
+			t.Error("the first line arrived only when the command ended")
+		default:
+		}
+	case <-done:
+		t.Error("Exec ended before any output was streamed")
+	}
+	<-done
+	if got := w.buf.String(); got != "first\nsecond\n" {
+		t.Errorf("streamed output = %q", got)
+	}
+}
+
+type firstWrite struct {
+	ch   chan struct{}
+	buf  bytes.Buffer
+	once bool
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	if !f.once {
+		f.once = true
+		close(f.ch)
+	}
+	return f.buf.Write(p)
+}
+
+func TestCloseDeletesByNameAndRetries(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-del"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Faults.InjectAll("delete", fakekit.Fault{Status: 500, Body: `{"error":{"code":"internal_server_error","message":"try again"}}`})
+	if err := sb.Close(t.Context()); err == nil || !strings.Contains(err.Error(), "try again") {
+		t.Fatalf("Close() = %v, want the delete failure", err)
+	}
+	srv.Faults.Clear("delete")
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatalf("second Close() = %v", err)
+	}
+	var stops int
+	for _, c := range srv.Calls() {
+		if c.Endpoint == "stop" {
+			stops++
+		}
+	}
+	if l := srv.Ledger(); len(l.Alive) != 0 || stops != 0 {
+		t.Errorf("after Close: alive %v, stop calls %d; want deleted by name, never only stopped", l.Alive, stops)
+	}
+}
+
+func TestListByTag(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-list"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	other := spec("other")
+	other.Labels = map[string]string{"owner": "someone"}
+	sb2, err := p.Create(t.Context(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb2.Close(context.Background())
+	infos, err := p.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 {
+		t.Fatalf("List() = %+v, want only the talkops sandbox", infos)
+	}
+	got := infos[0]
+	want := providers.Info{Provider: "vercel", ID: sb.ID(), RunID: "run-list", State: "running", CreatedAt: got.CreatedAt,
+		ExpiresAt: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), Labels: spec("run-list").Labels}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("List()[0] mismatch (-want +got):\n%s", diff)
+	}
+	if err := p.Delete(t.Context(), sb.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Delete(t.Context(), sb.ID()); err != nil {
+		t.Errorf("Delete of a deleted sandbox = %v, want nil", err)
+	}
+}
+
+func TestUploadIsOneRequest(t *testing.T) {
+	srv := newServer(t)
+	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	before := len(srv.Calls())
+	tgz, err := archive.TarGz(archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Upload(t.Context(), "proj", bytes.NewReader(tgz)); err != nil {
+		t.Fatal(err)
+	}
+	calls := srv.Calls()[before:]
+	if len(calls) != 1 || calls[0].Endpoint != "write" || calls[0].Bytes != int64(len(tgz)) {
+		t.Errorf("Upload requests = %+v, want one fs/write carrying the %d-byte archive as is", calls, len(tgz))
+	}
+	if b, err := os.ReadFile(sb.WorkDir() + "/proj/d/x.txt"); err != nil || string(b) != "x" {
+		t.Errorf("uploaded file = %q, %v", b, err)
+	}
+}
+
+func TestAttachResumesStopped(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-att"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	srv.StopSession(sb.ID())
+	att, err := p.Attach(t.Context(), sb.ID())
+	if err != nil {
+		t.Fatalf("Attach(stopped) = %v", err)
+	}
+	res, err := att.Exec(t.Context(), providers.Shell("echo back"))
+	if err != nil || string(res.Stdout) != "back\n" {
+		t.Errorf("Exec on the resumed sandbox = %q, %v", res.Stdout, err)
+	}
+	if err := att.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := srv.Sandbox(sb.ID()); !ok {
+		t.Error("closing the attached handle deleted the sandbox")
+	}
+}
+
+// TestLive runs the contract suite against the real Vercel API when credentials are set
+// and -short is not.
+func TestLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live test skipped in -short mode")
+	}
+	if os.Getenv("VERCEL_OIDC_TOKEN") == "" && os.Getenv("VERCEL_TOKEN") == "" {
+		t.Skip("VERCEL_OIDC_TOKEN (or VERCEL_TOKEN, VERCEL_TEAM_ID, VERCEL_PROJECT_ID) is not set; skipping the live Vercel contract test")
+	}
+	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) { return liveHarness{}, nil })
+}
+
+type liveHarness struct{}
+
+func (liveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	p, err := vercel.New(vercel.Options{}, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+func (liveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+func (liveHarness) Alive(ctx context.Context) ([]string, bool) {
+	p, err := vercel.New(vercel.Options{}, os.Getenv)
+	if err != nil {
+		return nil, false
+	}
+	infos, err := p.List(ctx)
+	if err != nil {
+		return nil, false
+	}
+	var ids []string
+	for _, in := range infos {
+		ids = append(ids, in.ID)
+	}
+	return ids, true
+}
+func (liveHarness) Close() {}
