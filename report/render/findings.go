@@ -86,7 +86,8 @@ func SeverityRank(s string) int {
 	return 3
 }
 
-// Findings prepares r's findings, in result.json order.
+// Findings prepares r's findings: the top-level ones in result.json order, then those
+// recorded only on rubric items (in item order).
 func Findings(r *result.Result) []Finding {
 	items := map[string]*result.Item{}
 	if r.Rubric != nil {
@@ -94,9 +95,36 @@ func Findings(r *result.Result) []Finding {
 			items[r.Rubric.Items[i].ID] = &r.Rubric.Items[i]
 		}
 	}
+	// Findings recorded on a rubric item (a check's parsed output) count too, unless the
+	// same finding is also at the top level.
+	type owned struct {
+		f    result.Finding
+		item *result.Item
+	}
+	all := make([]owned, 0, len(r.Findings))
+	key := func(f result.Finding) string {
+		return f.Fingerprint + "\x00" + f.Path + "\x00" + strconv.Itoa(f.StartLine) + "\x00" + f.Message
+	}
+	present := map[string]bool{}
+	for _, f := range r.Findings {
+		all = append(all, owned{f: f})
+		present[key(f)] = true
+	}
+	if r.Rubric != nil {
+		for i := range r.Rubric.Items {
+			it := &r.Rubric.Items[i]
+			for _, f := range it.Findings {
+				if !present[key(f)] {
+					present[key(f)] = true
+					all = append(all, owned{f: f, item: it})
+				}
+			}
+		}
+	}
 	seen := map[string]int{}
-	out := make([]Finding, 0, len(r.Findings))
-	for i, rf := range r.Findings {
+	out := make([]Finding, 0, len(all))
+	for i, o := range all {
+		rf := o.f
 		f := Finding{Finding: rf, Index: i}
 		if p, ok := RelPath(r, rf.Path); ok {
 			f.Path, f.Located = p, true
@@ -110,7 +138,9 @@ func Findings(r *result.Result) []Finding {
 		if f.Fingerprint == "" {
 			f.Fingerprint = Fingerprint(rf)
 		}
-		if it := items[itemID(rf.Source)]; it != nil {
+		if it := o.item; it != nil {
+			f.Item, f.Required = it, it.Required
+		} else if it := items[itemID(rf.Source)]; it != nil {
 			f.Item, f.Required = it, it.Required
 		}
 		seen[f.Fingerprint]++

@@ -96,7 +96,7 @@ func Headline(r *result.Result, red *hygiene.Redactor) string {
 			parts = append(parts, fmt.Sprintf("%d could not be evaluated", c.Error))
 		}
 	}
-	if n := len(r.Findings); n > 0 {
+	if n := len(Findings(r)); n > 0 {
 		parts = append(parts, plural(n, "finding"))
 	}
 	if r.Partial {
@@ -183,8 +183,8 @@ func Markdown(r *result.Result, opts Options) string {
 		c := r.Rubric.Counts
 		facts = append(facts, fmt.Sprintf("**Items** %d passed, %d failed, %s, %d skipped", c.Pass, c.Fail, plural(c.Error, "error"), c.Skipped))
 	}
-	if n := len(r.Findings); n > 0 {
-		facts = append(facts, "**Findings** "+severityCounts(r.Findings))
+	if fs := Findings(r); len(fs) > 0 {
+		facts = append(facts, "**Findings** "+severityCounts(fs))
 	}
 	facts = append(facts, fmt.Sprintf("**Exit code** %d", r.ExitCode))
 	if r.Run.DurationMS > 0 {
@@ -381,7 +381,7 @@ func footer(r *result.Result, opts Options, t func(string) string) string {
 	return f.String()
 }
 
-func severityCounts(fs []result.Finding) string {
+func severityCounts(fs []Finding) string {
 	n := map[string]int{}
 	for _, f := range fs {
 		n[f.Severity]++

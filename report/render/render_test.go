@@ -121,3 +121,20 @@ func TestHeadline(t *testing.T) {
 		t.Errorf("Headline() = %q, want %q", got, want)
 	}
 }
+
+func TestFindingsIncludeItemFindings(t *testing.T) {
+	t.Parallel()
+	shared := result.Finding{Path: "a.tf", StartLine: 1, Severity: "error", Message: "m", Source: "check:lint", Fingerprint: "f1"}
+	own := result.Finding{Path: "b.tf", StartLine: 2, Severity: "warning", Message: "n", Source: "check:lint", Fingerprint: "f2"}
+	r := &result.Result{
+		Findings: []result.Finding{shared},
+		Rubric:   &result.Rubric{Items: []result.Item{{ID: "lint", Required: true, Findings: []result.Finding{shared, own}}}},
+	}
+	fs := Findings(r)
+	if len(fs) != 2 || fs[1].Path != "b.tf" || fs[1].Item == nil || !fs[1].Required {
+		t.Fatalf("Findings() = %+v, want the top-level one and the item's own, owned by the required item", fs)
+	}
+	if got := Headline(r, nil); !strings.Contains(got, "2 findings") {
+		t.Errorf("Headline() = %q, want it to count item findings", got)
+	}
+}
