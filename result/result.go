@@ -163,6 +163,7 @@ type Denial struct {
 // Rubric records the rubric and every iteration of its evaluation.
 type Rubric struct {
 	Name          string      `json:"name"`
+	Description   string      `json:"description,omitempty"`
 	Source        string      `json:"source"` // path, "@file" or "inline"
 	SHA256        string      `json:"sha256"`
 	Text          string      `json:"text,omitempty"` // the resolved rubric
@@ -205,6 +206,9 @@ type Item struct {
 	Unstable   bool     `json:"unstable,omitempty"`
 	Check      *Check   `json:"check,omitempty"`
 	Judge      *Judge   `json:"judge,omitempty"`
+	// Findings are the item's diagnostics: a check's parsed tool output, or the paths an
+	// integrity item found changed.
+	Findings []Finding `json:"findings,omitempty"`
 }
 
 // Check records a deterministic check's command.
