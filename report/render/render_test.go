@@ -91,7 +91,7 @@ func TestFingerprint(t *testing.T) {
 func TestMarkdownBudget(t *testing.T) {
 	t.Parallel()
 	r := &result.Result{Verdict: "fail", Run: result.Run{Version: "1.0.0", ID: "r"}}
-	for i := range 2000 {
+	for i := range 600 {
 		r.Findings = append(r.Findings, result.Finding{Path: fmt.Sprintf("f%d.tf", i), StartLine: i + 1,
 			Severity: "warning", Message: strings.Repeat("long message ", 20), Source: "agent"})
 	}
