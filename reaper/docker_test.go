@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"slices"
@@ -69,7 +70,7 @@ func orphan(t *testing.T, cli *client.Client, img string, labels map[string]stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cli.ContainerRemove(t.Context(), created.ID, container.RemoveOptions{Force: true})
+		cli.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
 	})
 	if err := cli.ContainerStart(t.Context(), created.ID, container.StartOptions{}); err != nil {
 		t.Fatal(err)

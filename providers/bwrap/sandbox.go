@@ -646,18 +646,21 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	var waitErr error
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return fmt.Errorf("close bwrap sandbox %s: waiting for commands to die: %w", s.id, ctx.Err())
+		// The commands were sent SIGKILL; remove the directory anyway rather than leave
+		// it to gc.
+		waitErr = fmt.Errorf("close bwrap sandbox %s: waiting for commands to die: %w", s.id, ctx.Err())
 	}
 	if !s.owned {
-		return nil
+		return waitErr
 	}
 	if err := s.destroy(); err != nil {
-		return fmt.Errorf("close bwrap sandbox %s: %w", s.id, err)
+		return errors.Join(waitErr, fmt.Errorf("close bwrap sandbox %s: %w", s.id, err))
 	}
-	return nil
+	return waitErr
 }
 
 // destroy removes the sandbox directory and cgroup; missing ones are fine.
