@@ -84,6 +84,14 @@ func (c Checker) Run(ctx context.Context, sb providers.Sandbox, r *Rubric, sink 
 			items = append(items, it)
 			continue
 		}
+		if sb == nil {
+			it := checkItem(ch)
+			it.Status = result.StatusError
+			it.Reason = "could not run: no sandbox"
+			c.finished(sink, ch, it)
+			items = append(items, it)
+			continue
+		}
 		items = append(items, c.runOne(ctx, sb, r, ch, sink))
 	}
 	return items

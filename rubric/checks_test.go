@@ -329,3 +329,12 @@ func TestExampleRubric(t *testing.T) {
 func items(t *testing.T, r *Rubric, dir string) []result.Item {
 	return RunChecks(t.Context(), newHostSandbox(t, dir), r, nil)
 }
+
+func TestRunChecksWithoutSandbox(t *testing.T) {
+	t.Parallel()
+	r := mustParseTOML(t, "[[check]]\nid = \"a\"\nrun = \"true\"\n")
+	items := RunChecks(t.Context(), nil, r, nil)
+	if len(items) != 1 || items[0].Status != result.StatusError || items[0].Reason != "could not run: no sandbox" {
+		t.Errorf("RunChecks(nil sandbox) = %+v, want one error item", items)
+	}
+}

@@ -296,7 +296,7 @@ func (e *Evaluator) judge(ctx context.Context, n int, checks []result.Item) []re
 	}
 	got, err := e.Judge.Grade(ctx, JudgeRequest{Iteration: n, Rubric: e.Rubric, Criteria: crit, Checks: checks})
 	if err != nil {
-		return all(result.StatusError, "judge failed: "+err.Error())
+		return all(result.StatusError, e.Checker.redact("judge failed: "+err.Error()))
 	}
 	byID := make(map[string]result.Item, len(got))
 	for _, it := range got {
