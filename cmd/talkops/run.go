@@ -21,6 +21,8 @@ import (
 	"github.com/talkops/talkops/output"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/workspace"
+	"github.com/talkops/talkops/report"
+	"github.com/talkops/talkops/report/hygiene"
 	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/runner"
@@ -44,6 +46,7 @@ type runCmd struct {
 	Advisory            bool   `help:"Exit 0 instead of 3 (error) or 124 (budget): infrastructure trouble does not fail the job."`
 
 	flagsSet map[string]*kong.Flag
+	report   report.Options // set by plan
 }
 
 // configFlags turns the flags the user gave into the top configuration layer.
@@ -99,13 +102,25 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
+	if err := report.MaskSecrets(c.report); err != nil {
+		log.Warn().Err(err).Msg("could not mask secrets in the job log")
+	}
 	sinks := []events.Sink{}
 	format := cfg.Run.OutputFormat
-	if format == output.FormatStreamJSON {
+	inActions := a.getenv("GITHUB_ACTIONS") == "true"
+	switch {
+	case format == output.FormatStreamJSON:
 		sinks = append(sinks, output.JSONLines(a.stdout))
+	case inActions && format == output.FormatText && !c.Quiet:
+		// ::group:: per stage on stdout; it echoes command output inside the group.
+		sinks = append(sinks, report.Sink(c.report))
 	}
 	if !c.Quiet {
-		sinks = append(sinks, output.Progress(a.stderr, isTerminal(a.stderr)))
+		progress := output.Progress(a.stderr, isTerminal(a.stderr))
+		if inActions && format == output.FormatText {
+			progress = withoutOutputLines(progress)
+		}
+		sinks = append(sinks, progress)
 	}
 	plan.Sink = events.Multi(sinks...)
 	plan.Force = forceFrom(ctx)
@@ -151,7 +166,7 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 		Timeout:      cfg.Run.Timeout,
 		Config:       cfg.Values(),
 		Advisory:     c.Advisory,
-		CI:           detectCI(a.getenv),
+		CI:           report.CI(a.getenv),
 	}
 	if c.Rubric == "" {
 		return opts, usagef("nothing to do: give a rubric with --rubric FILE.toml")
@@ -160,7 +175,8 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 	if err != nil {
 		return opts, err
 	}
-	opts.Rubric = &checksRubric{r: rb, maxIter: 1}
+	redactor := hygiene.NewRedactor(report.SecretsFromEnv(a.getenv)...)
+	opts.Rubric = &checksRubric{r: rb, maxIter: 1, checker: rubric.Checker{Redact: redactor.Redact}}
 	opts.MaxIterations = 1
 
 	make, ok := providerMakers[cfg.Sandbox.Provider]
@@ -231,8 +247,24 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 		return opts, usagef("--report-dir %s: %v", reportDir, err)
 	}
 	opts.ReportDir = reportDir
+	c.report = report.Options{
+		Dir: reportDir, Getenv: a.getenv, Stdout: a.stdout,
+		ResultPath: filepath.Join(reportDir, "result.json"),
+	}
+	for _, p := range report.Detect(c.report) {
+		opts.Publishers = append(opts.Publishers, p)
+	}
 	// LEDGER
 	return opts, nil
+}
+
+// withoutOutputLines drops command output from a sink (another sink already shows it).
+func withoutOutputLines(s events.Sink) events.Sink {
+	return events.Func(func(e events.Event) {
+		if e.Type != events.Output {
+			s.Emit(e)
+		}
+	})
 }
 
 func newRunID() string {
@@ -271,17 +303,4 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// detectCI records which CI system started the run, for reporters and result.json.
-func detectCI(getenv func(string) string) *result.CI {
-	switch {
-	case getenv("GITHUB_ACTIONS") == "true":
-		return &result.CI{Provider: "github", Repo: getenv("GITHUB_REPOSITORY"), Event: getenv("GITHUB_EVENT_NAME"), HeadSHA: getenv("GITHUB_SHA")}
-	case getenv("GITLAB_CI") == "true":
-		return &result.CI{Provider: "gitlab", Repo: getenv("CI_PROJECT_PATH"), Event: getenv("CI_PIPELINE_SOURCE"), HeadSHA: getenv("CI_COMMIT_SHA")}
-	case getenv("JENKINS_URL") != "":
-		return &result.CI{Provider: "jenkins", Repo: getenv("GIT_URL"), HeadSHA: getenv("GIT_COMMIT")}
-	}
-	return nil
 }
