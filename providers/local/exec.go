@@ -24,7 +24,8 @@ import (
 
 // Exec runs cmd.Argv directly (no shell) in its own process group. A program that cannot
 // be found is a result with exit code 127, one that cannot be executed 126, as a shell
-// reports them. A command killed by a signal exits 128+signal.
+// reports them. A command killed by a signal exits 128+signal. Cmd.Dir may name any host
+// directory: the local provider does not confine commands, only Upload and Download.
 func (s *sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecResult, error) {
 	if len(cmd.Argv) == 0 || cmd.Argv[0] == "" {
 		return providers.ExecResult{}, errors.New("local: exec: empty command (Cmd.Argv is empty)")

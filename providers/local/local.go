@@ -279,6 +279,12 @@ func (s *sandbox) Download(ctx context.Context, p string) (io.ReadCloser, error)
 		return nil, fmt.Errorf("local: download: %w", err)
 	}
 	defer root.Close()
+	// Check before opening: opening a FIFO for reading would block until a writer came.
+	if fi, err := root.Stat(rel); err != nil {
+		return nil, fmt.Errorf("local: download: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("local: download: %s is not a regular file (mode %v)", p, fi.Mode().Type())
+	}
 	f, err := root.Open(rel)
 	if err != nil {
 		return nil, fmt.Errorf("local: download: %w", err)

@@ -208,6 +208,26 @@ func TestPathEscapes(t *testing.T) {
 		if _, err := sb.Download(t.Context(), "."); err == nil {
 			t.Error("Download(.) of a directory: error = nil, want one")
 		}
+		// A FIFO must be refused, not opened (which would block until a writer came).
+		if err := syscall.Mkfifo(filepath.Join(project, "fifo"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			rc, err := sb.Download(t.Context(), "fifo")
+			if err == nil {
+				rc.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("Download(fifo) error = %v, want \"not a regular file\"", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Download(fifo) blocked")
+		}
 	})
 	t.Run("Upload", func(t *testing.T) {
 		for _, dir := range []string{"..", "../outside", outside, "linkdir", "linkdir/deeper", "/tmp"} {
