@@ -73,6 +73,9 @@ type Result struct {
 	TimedOut bool
 	// Streamed is set when the output was already written to Run.Stdout/Stderr.
 	Streamed bool
+	// Truncated is set when the API returned only part of the output; the exact output
+	// is then read from the files the script kept (see Config.KeepLines).
+	Truncated bool
 }
 
 // Config describes a sandbox handle.
@@ -98,6 +101,10 @@ type Config struct {
 	Grace time.Duration
 	// KillTimeout bounds the script that kills a cancelled command; 0 means 15 s.
 	KillTimeout time.Duration
+	// KeepLines and KeepBytes are for APIs that return only the end of the output: a
+	// stream with more lines or bytes than that is kept in a file for the client to read
+	// when the driver reports Result.Truncated. 0 means the API returns all output.
+	KeepLines, KeepBytes int
 }
 
 // Sandbox is a providers.Sandbox over a Driver.
@@ -183,6 +190,8 @@ func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 		dir:         resolve(s.cfg.WorkDir, cmd.Dir),
 		timeout:     cmd.Timeout,
 		splitStderr: s.cfg.SplitStderr,
+		keepLines:   s.cfg.KeepLines,
+		keepBytes:   s.cfg.KeepBytes,
 		prefix:      prefix,
 		marker:      "--talkops-stderr-" + nonce() + "--",
 	}
@@ -249,16 +258,20 @@ func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	if s.cfg.SplitStderr {
 		stdout, stderr = splitOutput(res.Stdout, spec.marker)
 	}
+	apiTruncated := false
 	switch {
-	case bytes.Contains(stdout, replacementChar) || bytes.Contains(stderr, replacementChar):
-		// Possibly bytes that are not UTF-8, mangled by the JSON transport: the script
-		// kept the exact output in files in that case.
+	case res.Truncated || bytes.Contains(stdout, replacementChar) || bytes.Contains(stderr, replacementChar):
+		// Output the API cut short, or possibly bytes that are not UTF-8 mangled by the
+		// JSON transport: the script kept the exact output in files in that case.
 		if o, e, ok := s.exactOutput(ctx, prefix); ok {
 			stdout, stderr = o, e
+		} else {
+			apiTruncated = res.Truncated
 		}
 		staged = append(staged, prefix+".out", prefix+".err")
-	case !isASCII(stdout) || !isASCII(stderr):
-		// A sandbox without iconv keeps the files for any non-ASCII output.
+	case !isASCII(stdout) || !isASCII(stderr), s.cfg.KeepLines > 0 && (s.big(stdout) || s.big(stderr)):
+		// The script may have kept the files (a sandbox without iconv keeps them for
+		// any non-ASCII output): remove them.
 		staged = append(staged, prefix+".out", prefix+".err")
 	}
 	if !res.Streamed {
@@ -281,7 +294,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	_, _ = so.Write(stdout)
 	_, _ = se.Write(stderr)
 	out.Stdout, out.Stderr = so.Bytes(), se.Bytes()
-	out.Truncated = so.Truncated() || se.Truncated()
+	out.Truncated = so.Truncated() || se.Truncated() || apiTruncated
 	if out.Stdout == nil {
 		out.Stdout = []byte{}
 	}
@@ -502,6 +515,11 @@ func (s *Sandbox) exactOutput(ctx context.Context, prefix string) (stdout, stder
 	}
 	stderr, ok2 := read(prefix + ".err")
 	return stdout, stderr, ok2
+}
+
+// big reports whether the script kept a stream's file for its size.
+func (s *Sandbox) big(b []byte) bool {
+	return bytes.Count(b, []byte("\n")) > s.cfg.KeepLines || len(b) > s.cfg.KeepBytes
 }
 
 func isASCII(b []byte) bool {

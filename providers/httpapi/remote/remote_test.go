@@ -23,7 +23,9 @@ import (
 // hostDriver runs scripts with the host's /bin/sh and, like the JSON APIs, turns output
 // that is not UTF-8 into U+FFFD.
 type hostDriver struct {
-	mu      sync.Mutex
+	// lastLines, when set, returns only the last lines of each stream, as Runloop does.
+	lastLines int
+	mu        sync.Mutex
 	scripts []string
 	writes  []string
 	deleted int
@@ -50,7 +52,17 @@ func (d *hostDriver) Run(ctx context.Context, r Run) (Result, error) {
 		return Result{}, err
 	}
 	mangle := func(b []byte) []byte { return []byte(strings.ToValidUTF8(string(b), "\uFFFD")) }
-	return Result{Stdout: mangle(out.Bytes()), Stderr: mangle(errb.Bytes()), ExitCode: code}, nil
+	res := Result{Stdout: mangle(out.Bytes()), Stderr: mangle(errb.Bytes()), ExitCode: code}
+	if d.lastLines > 0 {
+		for _, b := range []*[]byte{&res.Stdout, &res.Stderr} {
+			lines := strings.SplitAfter(string(*b), "\n")
+			if len(lines) > d.lastLines+1 {
+				*b = []byte(strings.Join(lines[len(lines)-d.lastLines-1:], ""))
+				res.Truncated = true
+			}
+		}
+	}
+	return res, nil
 }
 
 func (d *hostDriver) WriteFile(_ context.Context, path string, body *httpapi.Body) error {
@@ -297,4 +309,22 @@ func TestUploadReportsTarFailure(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Download(missing) = %v, want fs.ErrNotExist", err)
 	}
+}
+
+func TestExecTruncatedByAPI(t *testing.T) {
+	sb, d := newSandbox(t, func(c *Config) { c.KeepLines, c.KeepBytes = 3, 1 << 20 })
+	d.lastLines = 3
+	res, err := sb.Exec(t.Context(), providers.Shell("seq 1 10; echo e >&2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(res.Stdout), "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"; got != want || string(res.Stderr) != "e\n" || res.Truncated {
+		t.Errorf("Exec(seq 1 10) = %q / %q truncated %v, want the whole output read back", got, res.Stderr, res.Truncated)
+	}
+	res, err = sb.Exec(t.Context(), providers.Shell("seq 1 3"))
+	if err != nil || string(res.Stdout) != "1\n2\n3\n" {
+		t.Errorf("Exec(seq 1 3) = %q, %v", res.Stdout, err)
+	}
+	sb.Close(t.Context())
+	assertNoTempFiles(t, sb)
 }

@@ -68,6 +68,9 @@ type scriptSpec struct {
 	// splitStderr sends stderr to a file and prints it after stdout behind marker, for
 	// APIs that only return combined output.
 	splitStderr bool
+	// keepLines and keepBytes, when set, also keep the output files when a stream has
+	// more lines or bytes than that (for APIs that truncate output).
+	keepLines, keepBytes int
 	// prefix is the per-command temp path prefix: prefix.pid, prefix.in, prefix.err.
 	prefix string
 	marker string
@@ -147,7 +150,12 @@ func (s scriptSpec) build() string {
 	b.WriteString("__talkops_text() {\n" +
 		"  if command -v iconv >/dev/null 2>&1; then iconv -f UTF-8 -t UTF-8 <\"$1\" >/dev/null 2>&1\n" +
 		"  else [ -z \"$(LC_ALL=C tr -d '\\000-\\177' <\"$1\" | head -c 1)\" ]; fi\n}\n")
-	fmt.Fprintf(&b, "if __talkops_text %s && __talkops_text %s; then rm -f %s %s; fi\n", p(".out"), p(".err"), p(".out"), p(".err"))
+	small := ""
+	if s.keepLines > 0 {
+		small = fmt.Sprintf(" && __talkops_small %s && __talkops_small %s", p(".out"), p(".err"))
+		fmt.Fprintf(&b, "__talkops_small() { [ \"$(wc -l <\"$1\")\" -le %d ] && [ \"$(wc -c <\"$1\")\" -le %d ]; }\n", s.keepLines, s.keepBytes)
+	}
+	fmt.Fprintf(&b, "if __talkops_text %s && __talkops_text %s%s; then rm -f %s %s; fi\n", p(".out"), p(".err"), small, p(".out"), p(".err"))
 	b.WriteString("exit \"$__talkops_rc\"\n")
 	return b.String()
 }

@@ -1,0 +1,428 @@
+package runloop_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/archive"
+	"github.com/talkops/talkops/providers/httpapi"
+	"github.com/talkops/talkops/providers/httpapi/fakekit"
+	"github.com/talkops/talkops/providers/providertest"
+	"github.com/talkops/talkops/providers/runloop"
+	"github.com/talkops/talkops/providers/runloop/runloopfake"
+)
+
+const key = "ak_test_runloop"
+
+var fastRetry = httpapi.Retry{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func newServer(t *testing.T) *runloopfake.Server {
+	t.Helper()
+	srv := runloopfake.New(key)
+	srv.ReadyAfter, srv.Hold = 1, time.Second
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newProvider(t *testing.T, srv *runloopfake.Server, mod func(*runloop.Options)) *runloop.Provider {
+	t.Helper()
+	opts := runloop.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	if mod != nil {
+		mod(&opts)
+	}
+	p, err := runloop.New(opts, env("RUNLOOP_API_KEY", key))
+	if err != nil {
+		t.Fatalf("runloop.New: %v", err)
+	}
+	return p
+}
+
+func spec(runID string) providers.Spec {
+	return providers.Spec{RunID: runID, TTL: 20 * time.Minute, Labels: map[string]string{
+		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops", providers.LabelExpiresAt: "2030-01-02T03:04:05Z",
+	}}
+}
+
+type harness struct{ srv *runloopfake.Server }
+
+func (h *harness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	return newProvider(t, h.srv, nil)
+}
+func (h *harness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+func (h *harness) Alive(context.Context) ([]string, bool) {
+	return h.srv.Ledger().Alive, true
+}
+func (h *harness) Close() { h.srv.Close() }
+
+func TestContract(t *testing.T) {
+	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
+		srv := runloopfake.New(key)
+		srv.ReadyAfter, srv.Hold = 1, time.Second
+		return &harness{srv: srv}, nil
+	})
+}
+
+func TestNewConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    runloop.Options
+		env     func(string) string
+		wantVar string
+	}{
+		{"NoKey", runloop.Options{}, env(), "RUNLOOP_API_KEY"},
+		{"BadURL", runloop.Options{}, env("RUNLOOP_API_KEY", "k", "RUNLOOP_BASE_URL", "ftp://x"), "RUNLOOP_BASE_URL"},
+		{"BadSize", runloop.Options{ResourceSize: "HUGE"}, env("RUNLOOP_API_KEY", "k"), "one of X_SMALL, SMALL"},
+		{"BadArch", runloop.Options{Architecture: "riscv"}, env("RUNLOOP_API_KEY", "k"), "architecture"},
+		{"KeepAliveTooLong", runloop.Options{KeepAlive: 49 * time.Hour}, env("RUNLOOP_API_KEY", "k"), "keep_alive"},
+		{"RelativeWorkDir", runloop.Options{WorkingDir: "x"}, env("RUNLOOP_API_KEY", "k"), "working_dir"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runloop.New(tc.opts, tc.env)
+			if !errors.Is(err, providers.ErrConfig) || !strings.Contains(err.Error(), tc.wantVar) {
+				t.Fatalf("New() error = %v, want a config error naming %s", err, tc.wantVar)
+			}
+		})
+	}
+}
+
+func TestCreateRequest(t *testing.T) {
+	srv := newServer(t)
+	srv.Blueprints = map[string]string{"talkops-aws-agent": "build_complete", "broken": "failed"}
+	for _, tc := range []struct {
+		name     string
+		opts     func(*runloop.Options)
+		snapshot string
+		ttl      time.Duration
+		want     runloopfake.Devbox
+		wantErr  string
+	}{
+		{name: "Default", ttl: 20 * time.Minute, want: runloopfake.Devbox{KeepAlive: 1200}},
+		{name: "BlueprintName", snapshot: "talkops-aws-agent", ttl: 90 * time.Second, want: runloopfake.Devbox{BlueprintName: "talkops-aws-agent", KeepAlive: 90}},
+		{name: "BlueprintID", snapshot: "bpt_abc", want: runloopfake.Devbox{BlueprintID: "bpt_abc", KeepAlive: 3600}},
+		{name: "SnapshotID", snapshot: "snp_abc", ttl: 100 * time.Hour, want: runloopfake.Devbox{SnapshotID: "snp_abc", KeepAlive: 172800}},
+		{name: "Size", opts: func(o *runloop.Options) { o.ResourceSize = "LARGE" }, want: runloopfake.Devbox{ResourceSize: "LARGE", KeepAlive: 3600}},
+		{name: "MissingBlueprint", snapshot: "nope", wantErr: `blueprint "nope" does not exist in this account`},
+		{name: "FailedBlueprint", snapshot: "broken", wantErr: `blueprint "broken" has no finished build`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := spec("run-" + strings.ToLower(tc.name))
+			s.Snapshot, s.TTL = tc.snapshot, tc.ttl
+			sb, err := newProvider(t, srv, tc.opts).Create(t.Context(), s)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Create() = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			defer sb.Close(context.Background())
+			got, _ := srv.Devbox(sb.ID())
+			want := tc.want
+			want.ID, want.Name, want.Status, want.Metadata = sb.ID(), got.Name, "running", s.Labels
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("devbox mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setup    func(*runloopfake.Server)
+		wantErr  string
+		wantCall map[string]int
+		alive    int
+	}{
+		{
+			name: "Create500IsIdempotent",
+			setup: func(s *runloopfake.Server) {
+				s.Faults.Inject("create", 1, fakekit.Fault{Status: 500})
+				s.Faults.Inject("create", 2, fakekit.Fault{Status: 429, RetryAfter: "0"})
+			},
+			wantCall: map[string]int{"create": 3, "shutdown": 1},
+		},
+		{
+			name: "CreateAlways503",
+			setup: func(s *runloopfake.Server) {
+				s.Faults.InjectAll("create", fakekit.Fault{Status: 503, Body: `{"message":"capacity exhausted in region"}`})
+			},
+			wantErr:  "503 Service Unavailable: capacity exhausted in region [gave up after 4 attempts]",
+			wantCall: map[string]int{"create": 4, "shutdown": 0},
+		},
+		{
+			name:     "NeverReady",
+			setup:    func(s *runloopfake.Server) { s.NeverReady = true },
+			wantErr:  `not running within 2s (last status "provisioning")`,
+			wantCall: map[string]int{"create": 1, "shutdown": 1},
+		},
+		{
+			name:     "Failure",
+			setup:    func(s *runloopfake.Server) { s.FailWith = "out_of_memory" },
+			wantErr:  "is failure: out_of_memory",
+			wantCall: map[string]int{"create": 1, "shutdown": 1},
+		},
+		{
+			name: "NeverReadyShutdownFails",
+			setup: func(s *runloopfake.Server) {
+				s.NeverReady = true
+				s.Faults.InjectAll("shutdown", fakekit.Fault{Status: 500})
+			},
+			wantErr:  "deleting the half-created sandbox failed",
+			wantCall: map[string]int{"create": 1, "shutdown": 4},
+			alive:    1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t)
+			srv.Hold = 300 * time.Millisecond
+			tc.setup(srv)
+			p := newProvider(t, srv, func(o *runloop.Options) { o.ReadyTimeout = 2 * time.Second })
+			sb, err := p.Create(t.Context(), spec("run-fault"))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Create() = %v, want success", err)
+				}
+				if err := sb.Close(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Create() error = %v, want it to contain %q", err, tc.wantErr)
+			}
+			for ep, n := range tc.wantCall {
+				if got := srv.Count(ep); got != n {
+					t.Errorf("%s calls = %d, want %d", ep, got, n)
+				}
+			}
+			if l := srv.Ledger(); len(l.Alive) != tc.alive || l.Created > 1 {
+				t.Errorf("ledger = %+v, want %d alive and at most one created", l, tc.alive)
+			}
+		})
+	}
+}
+
+func TestExecRetriesAreIdempotent(t *testing.T) {
+	srv := newServer(t)
+	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-exec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	base := srv.Count("execute")
+	// A 500 after the command started: the retry carries the same command_id, so the
+	// command runs once.
+	srv.Faults.Inject("execute", base+1, fakekit.Fault{Status: 502})
+	srv.Faults.Inject("execute", base+2, fakekit.Fault{Status: 500})
+	res, err := sb.Exec(t.Context(), providers.Shell("echo x >> n; cat n"))
+	if err != nil || string(res.Stdout) != "x\n" {
+		t.Fatalf("Exec after 502 and 500 = %q, %v; want it run once", res.Stdout, err)
+	}
+}
+
+func TestLongCommandAndLongOutput(t *testing.T) {
+	srv := newServer(t)
+	srv.Hold = 200 * time.Millisecond
+	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-long"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	before := srv.Count("exec-wait")
+	res, err := sb.Exec(t.Context(), providers.Shell("sleep 1; seq 1 250; seq 1 150 >&2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, wantErr strings.Builder
+	for i := 1; i <= 250; i++ {
+		want.WriteString(strconv.Itoa(i) + "\n")
+	}
+	for i := 1; i <= 150; i++ {
+		wantErr.WriteString(strconv.Itoa(i) + "\n")
+	}
+	if string(res.Stdout) != want.String() || string(res.Stderr) != wantErr.String() || res.Truncated {
+		t.Errorf("Exec(seq 250) = %d stdout bytes, %d stderr bytes, truncated %v; want the whole output past Runloop's last 100 lines", len(res.Stdout), len(res.Stderr), res.Truncated)
+	}
+	if srv.Count("exec-wait") == before {
+		t.Error("a command longer than the optimistic wait did not use executions/{id}/wait_for_status")
+	}
+}
+
+func TestCloseShutsDownAndRetries(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-close"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Faults.InjectAll("shutdown", fakekit.Fault{Status: 503})
+	if err := sb.Close(t.Context()); err == nil || httpapi.StatusCode(err) != 503 {
+		t.Fatalf("Close() = %v, want the 503", err)
+	}
+	srv.Faults.Clear("shutdown")
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatalf("second Close() = %v", err)
+	}
+	if got, _ := srv.Devbox(sb.ID()); got.Status != "shutdown" {
+		t.Errorf("status = %q, want shutdown", got.Status)
+	}
+	// Shutting down again is refused by Runloop; Delete treats it as done.
+	if err := p.Delete(t.Context(), sb.ID()); err != nil {
+		t.Errorf("Delete(shut down) = %v, want nil", err)
+	}
+	if err := p.Delete(t.Context(), "dbx_unknown"); err != nil {
+		t.Errorf("Delete(unknown) = %v, want nil", err)
+	}
+}
+
+func TestListFiltersMetadata(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	var ours []string
+	for _, run := range []string{"run-a", "run-b", "run-c"} {
+		sb, err := p.Create(t.Context(), spec(run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close(context.Background())
+		ours = append(ours, sb.ID())
+	}
+	foreign := spec("x")
+	foreign.Labels = map[string]string{"team": "other"}
+	sb, err := p.Create(t.Context(), foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	srv.Suspend(ours[2])
+	infos, err := p.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, in := range infos {
+		got[in.ID] = in.RunID + "/" + in.State
+	}
+	want := map[string]string{ours[0]: "run-a/running", ours[1]: "run-b/running", ours[2]: "run-c/suspended"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("List() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestUploadIsTwoRequests(t *testing.T) {
+	srv := newServer(t)
+	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	before := len(srv.Calls())
+	tgz, err := archive.TarGz(archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Upload(t.Context(), "proj", bytes.NewReader(tgz)); err != nil {
+		t.Fatal(err)
+	}
+	var eps []string
+	for _, c := range srv.Calls()[before:] {
+		eps = append(eps, c.Endpoint)
+	}
+	if diff := cmp.Diff([]string{"upload", "execute"}, eps); diff != "" {
+		t.Errorf("Upload requests mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestAttachResumesSuspended(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-att"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	srv.Suspend(sb.ID())
+	att, err := p.Attach(t.Context(), sb.ID())
+	if err != nil {
+		t.Fatalf("Attach(suspended) = %v", err)
+	}
+	if err := att.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := srv.Devbox(sb.ID()); got.Status != "running" {
+		t.Errorf("status after Attach and Close = %q, want running", got.Status)
+	}
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Attach(t.Context(), sb.ID()); !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("Attach(shut down) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestCommandIDIsUUIDv7(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	for range 3 {
+		if id := runloop.UUID7(); !re.MatchString(id) {
+			t.Errorf("uuid7() = %q, want a version 7 UUID", id)
+		}
+	}
+}
+
+// TestLive runs the contract suite against Runloop when RUNLOOP_API_KEY is set and
+// -short is not.
+func TestLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live test skipped in -short mode")
+	}
+	if os.Getenv("RUNLOOP_API_KEY") == "" {
+		t.Skip("RUNLOOP_API_KEY is not set; skipping the live Runloop contract test")
+	}
+	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) { return liveHarness{}, nil })
+}
+
+type liveHarness struct{}
+
+func (liveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	p, err := runloop.New(runloop.Options{}, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+func (liveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+func (liveHarness) Alive(ctx context.Context) ([]string, bool) {
+	p, err := runloop.New(runloop.Options{}, os.Getenv)
+	if err != nil {
+		return nil, false
+	}
+	infos, err := p.List(ctx)
+	if err != nil {
+		return nil, false
+	}
+	var ids []string
+	for _, in := range infos {
+		ids = append(ids, in.ID)
+	}
+	return ids, true
+}
+func (liveHarness) Close() {}
