@@ -209,7 +209,7 @@ func (versionCmd) Run(a *app) error {
 type configCmd struct{}
 
 func (configCmd) Run(a *app) error {
-	cfg, err := config.Load(config.Options{Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNames()})
+	cfg, err := config.Load(config.Options{Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv)})
 	if err != nil {
 		return err
 	}

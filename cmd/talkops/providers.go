@@ -4,6 +4,7 @@ import (
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/bwrap"
+	"github.com/talkops/talkops/providers/fake"
 	"github.com/talkops/talkops/providers/local"
 )
 
@@ -19,9 +20,18 @@ type capabilities struct {
 // providerMaker builds a provider from the resolved configuration.
 type providerMaker func(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error)
 
-// fakeProviderName is registered only for tests (see fakeprovider_test.go); it is never
-// listed in help or accepted in a normal run.
+// fakeProviderName is the test-only provider: accepted only when
+// TALKOPS_TEST_FAKE_PROVIDER=1, never listed in help.
 const fakeProviderName = "fake"
+
+// providerNamesFor lists the providers this environment may use.
+func providerNamesFor(getenv func(string) string) []string {
+	names := providerNames()
+	if getenv(fake.EnvEnable) == "1" {
+		names = append(names, fakeProviderName)
+	}
+	return names
+}
 
 // providerMakers is the one place that maps --sandbox names to providers.
 var providerMakers = map[string]providerMaker{
@@ -31,6 +41,13 @@ var providerMakers = map[string]providerMaker{
 			return nil, capabilities{}, err
 		}
 		return local.New(local.Options{Getenv: getenv}), capabilities{}, nil
+	},
+	fakeProviderName: func(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error) {
+		p, err := fake.FromEnv(getenv)
+		if err != nil {
+			return nil, capabilities{}, usageErr(err)
+		}
+		return p, capabilities{attach: true, ownFilesystem: true}, nil
 	},
 	bwrap.Name: func(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error) {
 		var opts bwrap.Options

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -89,7 +90,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 		return err
 	}
 	cfg, err := config.Load(config.Options{
-		Flags: flags, FlagNames: names, Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNames(),
+		Flags: flags, FlagNames: names, Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv),
 	})
 	if err != nil {
 		return err
@@ -180,7 +181,7 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 	opts.MaxIterations = 1
 
 	make, ok := providerMakers[cfg.Sandbox.Provider]
-	if !ok {
+	if !ok || !slices.Contains(providerNamesFor(a.getenv), cfg.Sandbox.Provider) {
 		return opts, usagef("unknown sandbox provider %q (valid: %v)", cfg.Sandbox.Provider, providerNames())
 	}
 	prov, caps, err := make(cfg, a.getenv)
@@ -254,7 +255,7 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 	for _, p := range report.Detect(c.report) {
 		opts.Publishers = append(opts.Publishers, p)
 	}
-	// LEDGER
+	opts.Ledger = newLedger(cfg.Sandbox.Provider, a.getenv, cfg.ProjectDir)
 	return opts, nil
 }
 
