@@ -39,6 +39,8 @@ const Name = "docker"
 const (
 	LabelOwnerPID  = "talkops.owner-pid"
 	LabelOwnerHost = "talkops.owner-host"
+	// LabelUser records Options.User: commands run as this user, the container as root.
+	LabelUser = "talkops.user"
 )
 
 // NamePrefix starts every container name.
@@ -175,17 +177,48 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, fmt.Errorf("create docker sandbox from %s: %w", r.image, err)
 	}
 	s := &Sandbox{cli: cli, id: id, name: name, owned: true, opts: r, env: spec.Env, closing: make(chan struct{})}
-	if r.user != "" {
-		// The engine creates the working directory as root; hand it to the user.
-		res, err := s.exec(ctx, providers.Cmd{Argv: []string{"chown", r.user, r.workDir}}, "0")
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("chown %s %s: exit %d: %s", r.user, r.workDir, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-		}
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("create docker sandbox: %w", err), s.remove(context.WithoutCancel(ctx)))
-		}
+	if err := s.setupUser(ctx, true); err != nil {
+		return nil, errors.Join(fmt.Errorf("create docker sandbox: %w", err), s.remove(context.WithoutCancel(ctx)))
 	}
 	return s, nil
+}
+
+// setupUser resolves Options.User to numeric ids (uploads are re-owned to them) and
+// hands the working directory, which the engine created as root, to that user. The
+// container itself runs as root so that these root execs keep their capabilities: with
+// a non-root container user, even `docker exec -u 0` gets none.
+func (s *Sandbox) setupUser(ctx context.Context, chown bool) error {
+	s.uid, s.gid = -1, -1
+	if s.opts.user == "" {
+		return nil
+	}
+	res, err := s.exec(ctx, providers.Cmd{Argv: []string{"sh", "-c", "id -u; id -g"}}, s.opts.user)
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+	}
+	if err != nil {
+		return fmt.Errorf("resolve docker option user = %q: %w", s.opts.user, err)
+	}
+	ids := strings.Fields(string(res.Stdout))
+	if len(ids) != 2 {
+		return fmt.Errorf("resolve docker option user = %q: unexpected `id` output %q", s.opts.user, res.Stdout)
+	}
+	uid, err1 := strconv.Atoi(ids[0])
+	gid, err2 := strconv.Atoi(ids[1])
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("resolve docker option user = %q: unexpected `id` output %q", s.opts.user, res.Stdout)
+	}
+	if chown {
+		res, err = s.exec(ctx, providers.Cmd{Argv: []string{"chown", ids[0] + ":" + ids[1], s.opts.workDir}}, "0")
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+		}
+		if err != nil {
+			return fmt.Errorf("chown %s to user %q: %w", s.opts.workDir, s.opts.user, err)
+		}
+	}
+	s.uid, s.gid = uid, gid
+	return nil
 }
 
 // startContainer creates and starts the container; on failure it removes what it made.
@@ -195,7 +228,9 @@ func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r res
 		Entrypoint: keepAlive,
 		WorkingDir: r.workDir,
 		Labels:     labels,
-		User:       r.user,
+	}
+	if r.user != "" {
+		labels[LabelUser] = r.user
 	}
 	host := &container.HostConfig{
 		NetworkMode: container.NetworkMode(r.network),
@@ -360,8 +395,20 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 			r.workDir = info.Config.WorkingDir
 		}
 		r.user = info.Config.User
+		if u := info.Config.Labels[LabelUser]; u != "" {
+			r.user = u
+		}
 	}
-	return &Sandbox{cli: cli, id: info.ID, name: strings.TrimPrefix(info.Name, "/"), opts: r, closing: make(chan struct{})}, nil
+	s := &Sandbox{cli: cli, id: info.ID, name: strings.TrimPrefix(info.Name, "/"), opts: r, closing: make(chan struct{})}
+	if info.Config != nil && info.Config.Labels[LabelUser] != "" {
+		// Ours: resolve the ids for uploads; the working directory is already the user's.
+		if err := s.setupUser(ctx, false); err != nil {
+			return nil, fmt.Errorf("attach docker sandbox %q: %w", id, err)
+		}
+	} else {
+		s.uid, s.gid = -1, -1 // not ours: the engine's own user handling applies
+	}
+	return s, nil
 }
 
 // List returns the containers labelled talkops.created-by=talkops, running or not.

@@ -510,3 +510,19 @@ func TestContainerName(t *testing.T) {
 		}
 	}
 }
+
+func TestNonRootUser(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t, Options{User: "65534:65534"})
+	tgz, err := archive.TarGz(archive.Entry{Name: "sub/f.txt", Body: []byte("x\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Upload(t.Context(), ".", bytes.NewReader(tgz)); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, sb, "id -u; echo y >> sub/f.txt && touch new && cat sub/f.txt")
+	if got, want := string(res.Stdout), "65534\nx\ny\n"; got != want || res.ExitCode != 0 {
+		t.Errorf("as user 65534: stdout %q exit %d stderr %q; want %q: the workspace and uploads must be writable", got, res.ExitCode, res.Stderr, want)
+	}
+}

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"archive/tar"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -47,6 +48,8 @@ type Sandbox struct {
 	closed  bool
 	closing chan struct{} // closed by Close: running Execs return ErrClosed
 	oomSeen int64         // the container's oom_kill counter at the last check
+	uid     int           // numeric ids of Options.User, -1 when commands run as the image's user
+	gid     int
 	wg      sync.WaitGroup
 }
 
@@ -352,7 +355,11 @@ func (s *Sandbox) Upload(ctx context.Context, dir string, tgz io.Reader) error {
 			return fmt.Errorf("docker upload %s: %w", dst, err)
 		}
 	}
-	err := s.cli.CopyToContainer(ctx, s.id, dst, tgz, container.CopyToContainerOptions{CopyUIDGID: s.opts.user != ""})
+	var content io.Reader = tgz
+	if s.uid >= 0 {
+		content = chownTar(tgz, s.uid, s.gid)
+	}
+	err := s.cli.CopyToContainer(ctx, s.id, dst, content, container.CopyToContainerOptions{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("docker upload %s: %w", dst, ctx.Err())
@@ -435,4 +442,39 @@ func (s *Sandbox) remove(ctx context.Context) error {
 		return fmt.Errorf("close docker sandbox %s: remove container: %w", s.id, err)
 	}
 	return nil
+}
+
+// chownTar re-encodes a gzip-compressed tar stream as a plain tar whose entries belong
+// to uid:gid, so that a non-root sandbox user owns what Upload puts in its workspace.
+func chownTar(tgz io.Reader, uid, gid int) io.Reader {
+	pr, pw := io.Pipe()
+	go func() { // ends when the input is consumed or the reader side is closed
+		pw.CloseWithError(rewriteOwner(tgz, pw, uid, gid))
+	}()
+	return pr
+}
+
+func rewriteOwner(tgz io.Reader, w io.Writer, uid, gid int) error {
+	zr, err := gzip.NewReader(tgz)
+	if err != nil {
+		return fmt.Errorf("read upload archive: %w", err)
+	}
+	tr := tar.NewReader(zr)
+	tw := tar.NewWriter(w)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return tw.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("read upload archive: %w", err)
+		}
+		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = uid, gid, "", ""
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
 }
