@@ -236,7 +236,7 @@ func TestFileTools(t *testing.T) {
 
 				// edit_file
 				{name: "edit unique", tool: "edit_file", input: map[string]any{"path": "main.tf", "old_string": "\"0.0.0.0/0\"", "new_string": "\"10.0.0.0/8\""},
-					contains: []string{"Edited main.tf: replaced 1 occurrence(s).", "     2\t  cidr = \"10.0.0.0/8\""},
+					contains:  []string{"Edited main.tf: replaced 1 occurrence(s).", "     2\t  cidr = \"10.0.0.0/8\""},
 					afterFile: map[string]string{"main.tf": "resource \"aws_security_group\" \"ssh\" {\n  cidr = \"10.0.0.0/8\"\n}\n"}},
 				{name: "edit ambiguous", tool: "edit_file", input: map[string]any{"path": "dup.txt", "old_string": "a = 1", "new_string": "a = 9"},
 					wantErr: true, contains: []string{"occurs 2 times", "lines 1, 3", "replace_all"}, afterFile: map[string]string{"dup.txt": "a = 1\nb = 2\na = 1\n"}},
@@ -432,7 +432,9 @@ func TestWebFetch(t *testing.T) {
 		w.Header().Set("Content-Type", "image/png")
 		w.Write([]byte{0x89, 'P', 'N', 'G', 0})
 	})
-	mux.HandleFunc("/to-file", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "file:///etc/passwd", http.StatusFound) })
+	mux.HandleFunc("/to-file", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+	})
 	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
