@@ -1,0 +1,378 @@
+package langsmith_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/archive"
+	"github.com/talkops/talkops/providers/httpapi"
+	"github.com/talkops/talkops/providers/httpapi/fakekit"
+	"github.com/talkops/talkops/providers/langsmith"
+	"github.com/talkops/talkops/providers/langsmith/langsmithfake"
+	"github.com/talkops/talkops/providers/providertest"
+)
+
+const key = "lsv2_pt_test"
+
+var fastRetry = httpapi.Retry{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func newServer(t *testing.T) *langsmithfake.Server {
+	t.Helper()
+	srv := langsmithfake.New(key)
+	srv.ReadyAfter = 2
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newProvider(t *testing.T, srv *langsmithfake.Server, mod func(*langsmith.Options)) *langsmith.Provider {
+	t.Helper()
+	opts := langsmith.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	if mod != nil {
+		mod(&opts)
+	}
+	p, err := langsmith.New(opts, env("LANGSMITH_API_KEY", key))
+	if err != nil {
+		t.Fatalf("langsmith.New: %v", err)
+	}
+	return p
+}
+
+func spec(runID string) providers.Spec {
+	return providers.Spec{RunID: runID, TTL: 20 * time.Minute, Labels: map[string]string{
+		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops", providers.LabelExpiresAt: "2030-01-02T03:04:05Z",
+	}}
+}
+
+type harness struct{ srv *langsmithfake.Server }
+
+func (h *harness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	return newProvider(t, h.srv, nil)
+}
+func (h *harness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+func (h *harness) Alive(context.Context) ([]string, bool) {
+	return h.srv.Ledger().Alive, true
+}
+func (h *harness) Close() { h.srv.Close() }
+
+func TestContract(t *testing.T) {
+	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
+		srv := langsmithfake.New(key)
+		srv.ReadyAfter = 2
+		return &harness{srv: srv}, nil
+	})
+}
+
+func TestNewConfig(t *testing.T) {
+	if _, err := langsmith.New(langsmith.Options{}, env()); !errors.Is(err, providers.ErrConfig) || !strings.Contains(err.Error(), "LANGSMITH_API_KEY is not set") {
+		t.Errorf("New() without a key = %v, want a config error naming LANGSMITH_API_KEY", err)
+	}
+	if _, err := langsmith.New(langsmith.Options{}, env("LANGSMITH_API_KEY", "k", "LANGSMITH_ENDPOINT", "not a url")); !errors.Is(err, providers.ErrConfig) {
+		t.Errorf("New() with a bad endpoint = %v, want a config error", err)
+	}
+	// The key and endpoint are read in the documented order, and the tenant is sent.
+	srv := newServer(t)
+	srv.APIKey = "sandbox-key"
+	p, err := langsmith.New(langsmith.Options{WorkingDir: t.TempDir(), PollInterval: time.Millisecond},
+		env("LANGSMITH_SANDBOX_API_KEY", "sandbox-key", "LANGSMITH_API_KEY", "other", "LANGSMITH_ENDPOINT", srv.URL+"/v2/sandboxes/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := p.Create(t.Context(), spec("run-env"))
+	if err != nil {
+		t.Fatalf("Create with LANGSMITH_SANDBOX_API_KEY: %v", err)
+	}
+	sb.Close(context.Background())
+}
+
+func TestCreateRequest(t *testing.T) {
+	srv := newServer(t)
+	srv.AddSnapshot("talkops-aws-agent", "ready")
+	idReady := srv.AddSnapshot("other", "ready")
+	for _, tc := range []struct {
+		name    string
+		opts    func(*langsmith.Options)
+		spec    func(providers.Spec) providers.Spec
+		want    langsmithfake.Sandbox
+		wantErr string
+	}{
+		{name: "Default", want: langsmithfake.Sandbox{IdleTTLSeconds: 1200, DeleteAfterStop: 60}},
+		{name: "TTLRoundsUp", spec: func(s providers.Spec) providers.Spec { s.TTL = 61 * time.Second; return s }, want: langsmithfake.Sandbox{IdleTTLSeconds: 120, DeleteAfterStop: 60}},
+		{name: "SnapshotName", spec: func(s providers.Spec) providers.Spec { s.Snapshot = "talkops-aws-agent"; return s }, want: langsmithfake.Sandbox{Snapshot: "talkops-aws-agent", IdleTTLSeconds: 1200, DeleteAfterStop: 60}},
+		{name: "SnapshotID", spec: func(s providers.Spec) providers.Spec { s.Snapshot = idReady; return s }, want: langsmithfake.Sandbox{SnapshotID: idReady, IdleTTLSeconds: 1200, DeleteAfterStop: 60}},
+		{name: "Sizes", opts: func(o *langsmith.Options) { o.VCPUs, o.MemBytes, o.DiskBytes = 2, 8<<30, 20<<30 }, want: langsmithfake.Sandbox{IdleTTLSeconds: 1200, DeleteAfterStop: 60, VCPUs: 2, MemBytes: 8 << 30, FSBytes: 20 << 30}},
+		{name: "MissingSnapshot", spec: func(s providers.Spec) providers.Spec { s.Snapshot = "nope"; return s }, wantErr: "404 Not Found: Snapshot 'nope' not found (NotFound)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := spec("run-" + strings.ToLower(tc.name))
+			if tc.spec != nil {
+				s = tc.spec(s)
+			}
+			sb, err := newProvider(t, srv, tc.opts).Create(t.Context(), s)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Create() = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			defer sb.Close(context.Background())
+			got, _ := srv.Sandbox(sb.ID())
+			want := tc.want
+			want.Name, want.Status, want.Labels = sb.ID(), "ready", s.Labels
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("sandbox mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildsMissingSnapshot(t *testing.T) {
+	srv := newServer(t)
+	srv.SnapshotBuildPolls = 2
+	p := newProvider(t, srv, func(o *langsmith.Options) { o.SnapshotImage = "python:3.12-slim" })
+	s := spec("run-build")
+	s.Snapshot = "talkops-aws-agent"
+	sb, err := p.Create(t.Context(), s)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	defer sb.Close(context.Background())
+	snaps := srv.Snapshots()
+	if len(snaps) != 1 || snaps[0].Name != "talkops-aws-agent" || snaps[0].Image != "python:3.12-slim" || snaps[0].Status != "ready" {
+		t.Fatalf("snapshots = %+v, want talkops-aws-agent built from python:3.12-slim", snaps)
+	}
+	if got, _ := srv.Sandbox(sb.ID()); got.SnapshotID != snaps[0].ID {
+		t.Errorf("sandbox booted from %q, want the built snapshot %s", got.SnapshotID, snaps[0].ID)
+	}
+	// A second run reuses it.
+	sb2, err := p.Create(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb2.Close(context.Background())
+	if n := srv.Count("snapshot-create"); n != 1 {
+		t.Errorf("snapshot builds = %d, want 1", n)
+	}
+}
+
+func TestFeatureDisabledVerbatim(t *testing.T) {
+	srv := newServer(t)
+	srv.FeatureDisabled = true
+	_, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-403"))
+	want := "403 Forbidden: Sandbox feature is not enabled for this organization (FeatureDisabled)"
+	if err == nil || !strings.Contains(err.Error(), want) || httpapi.ErrorCode(err) != "FeatureDisabled" {
+		t.Fatalf("Create() = %v, want %q", err, want)
+	}
+	if n := srv.Count("create"); n != 1 {
+		t.Errorf("create calls = %d, want 1 (a 403 is not retried)", n)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setup    func(*langsmithfake.Server)
+		wantErr  string
+		wantCall map[string]int
+		alive    int
+	}{
+		{
+			name: "CreateQuotaThenOK",
+			setup: func(s *langsmithfake.Server) {
+				s.Faults.Inject("create", 1, fakekit.Fault{Status: 429, RetryAfter: "0"})
+				s.Faults.Inject("create", 2, fakekit.Fault{Status: 503})
+			},
+			wantCall: map[string]int{"create": 3, "delete": 1},
+		},
+		{
+			name: "CreateAlways429",
+			setup: func(s *langsmithfake.Server) {
+				s.Faults.InjectAll("create", fakekit.Fault{Status: 429, RetryAfter: "0", Body: `{"detail":{"error":"QuotaExceeded","message":"Organization sandbox count limit reached (10)"}}`})
+			},
+			wantErr:  "429 Too Many Requests: Organization sandbox count limit reached (10) (QuotaExceeded) [gave up after 4 attempts]",
+			wantCall: map[string]int{"create": 4, "delete": 0},
+		},
+		{
+			name:     "NeverReady",
+			setup:    func(s *langsmithfake.Server) { s.NeverReady = true },
+			wantErr:  `not ready within 200ms (last status "provisioning")`,
+			wantCall: map[string]int{"create": 1, "delete": 1},
+		},
+		{
+			name:     "ImagePullFailed",
+			setup:    func(s *langsmithfake.Server) { s.FailWith = "ImagePull: manifest unknown" },
+			wantErr:  "is failed: ImagePull: manifest unknown",
+			wantCall: map[string]int{"create": 1, "delete": 1},
+		},
+		{
+			name: "NeverReadyDeleteFails",
+			setup: func(s *langsmithfake.Server) {
+				s.NeverReady = true
+				s.Faults.InjectAll("delete", fakekit.Fault{Status: 500})
+			},
+			wantErr:  "deleting the half-created sandbox failed",
+			wantCall: map[string]int{"create": 1, "delete": 4},
+			alive:    1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t)
+			tc.setup(srv)
+			p := newProvider(t, srv, func(o *langsmith.Options) { o.ReadyTimeout = 200 * time.Millisecond })
+			sb, err := p.Create(t.Context(), spec("run-fault"))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Create() = %v, want success", err)
+				}
+				if err := sb.Close(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Create() error = %v, want it to contain %q", err, tc.wantErr)
+			}
+			for ep, n := range tc.wantCall {
+				if got := srv.Count(ep); got != n {
+					t.Errorf("%s calls = %d, want %d", ep, got, n)
+				}
+			}
+			if l := srv.Ledger(); len(l.Alive) != tc.alive {
+				t.Errorf("alive = %v, want %d", l.Alive, tc.alive)
+			}
+		})
+	}
+}
+
+func TestExecFaultsAndDelete(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb, err := p.Create(t.Context(), spec("run-exec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := srv.Count("execute")
+	srv.Faults.Inject("execute", base+1, fakekit.Fault{Status: 502})
+	srv.Faults.Inject("execute", base+2, fakekit.Fault{Status: 429, RetryAfter: "0"})
+	res, err := sb.Exec(t.Context(), providers.Shell("echo x >> n; cat n"))
+	if err != nil || string(res.Stdout) != "x\n" {
+		t.Fatalf("Exec after 502 and 429 = %q, %v; want it run once", res.Stdout, err)
+	}
+	srv.Faults.InjectAll("delete", fakekit.Fault{Status: 503})
+	if err := sb.Close(t.Context()); httpapi.StatusCode(err) != 503 {
+		t.Fatalf("Close() = %v, want the 503", err)
+	}
+	srv.Faults.Clear("delete")
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatalf("second Close() = %v", err)
+	}
+	if err := p.Delete(t.Context(), sb.ID()); err != nil {
+		t.Errorf("Delete(deleted) = %v, want nil", err)
+	}
+}
+
+func TestList(t *testing.T) {
+	for _, unsupported := range []bool{false, true} {
+		srv := newServer(t)
+		srv.LabelFilterUnsupported = unsupported
+		p := newProvider(t, srv, nil)
+		sb, err := p.Create(t.Context(), spec("run-list"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close(context.Background())
+		other := spec("talkops-lookalike")
+		other.Labels = map[string]string{"owner": "x"}
+		sb2, err := p.Create(t.Context(), other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb2.Close(context.Background())
+		infos, err := p.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(infos) != 1 || infos[0].ID != sb.ID() || infos[0].RunID != "run-list" || infos[0].ExpiresAt.IsZero() {
+			t.Errorf("List() (label filter unsupported: %v) = %+v, want only %s", unsupported, infos, sb.ID())
+		}
+	}
+}
+
+func TestUploadIsTwoRequests(t *testing.T) {
+	srv := newServer(t)
+	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	before := len(srv.Calls())
+	tgz, err := archive.TarGz(archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Upload(t.Context(), "proj", bytes.NewReader(tgz)); err != nil {
+		t.Fatal(err)
+	}
+	var eps []string
+	for _, c := range srv.Calls()[before:] {
+		eps = append(eps, c.Endpoint)
+	}
+	if diff := cmp.Diff([]string{"upload", "execute"}, eps); diff != "" {
+		t.Errorf("Upload requests mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestLive runs the contract suite against LangSmith when LANGSMITH_API_KEY is set and
+// -short is not.
+func TestLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live test skipped in -short mode")
+	}
+	if os.Getenv("LANGSMITH_API_KEY") == "" && os.Getenv("LANGSMITH_SANDBOX_API_KEY") == "" {
+		t.Skip("LANGSMITH_API_KEY is not set; skipping the live LangSmith contract test")
+	}
+	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) { return liveHarness{}, nil })
+}
+
+type liveHarness struct{}
+
+func (liveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	p, err := langsmith.New(langsmith.Options{}, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+func (liveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+func (liveHarness) Alive(ctx context.Context) ([]string, bool) {
+	p, err := langsmith.New(langsmith.Options{}, os.Getenv)
+	if err != nil {
+		return nil, false
+	}
+	infos, err := p.List(ctx)
+	if err != nil {
+		return nil, false
+	}
+	var ids []string
+	for _, in := range infos {
+		ids = append(ids, in.ID)
+	}
+	return ids, true
+}
+func (liveHarness) Close() {}

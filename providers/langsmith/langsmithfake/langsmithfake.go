@@ -1,0 +1,725 @@
+// Package langsmithfake is an in-process fake of the LangSmith Sandboxes API for tests:
+// the control plane under /v2/sandboxes and one data plane per sandbox under /dp/{name}
+// (returned as dataplane_url), with the X-Api-Key header, LangSmith's JSON shapes and its
+// error bodies ({"detail": {"error", "message"}}, pydantic lists, and the flat 403
+// FeatureDisabled body of an organisation without sandboxes).
+//
+// Covered: POST/GET /v2/sandboxes/boxes (create; list with repeated label=k=v,
+// name_contains, limit, offset), GET/DELETE /v2/sandboxes/boxes/{name}, GET …/{name}/status,
+// POST …/{name}/start and /stop, GET/POST /v2/sandboxes/snapshots, GET …/snapshots/{id},
+// and on the data plane POST /execute, POST /upload?path= and GET /download?path=. Left
+// out: the /execute/ws WebSocket, PATCH, service URLs, tunnels, registries, snapshot
+// capture, proxy and mount configs.
+//
+// State: a sandbox is "provisioning" and turns "ready" after ReadyAfter status polls;
+// NeverReady keeps it provisioning; FailWith makes it "failed" with that status_message.
+// A snapshot is "building" for SnapshotBuildPolls polls. FeatureDisabled answers every
+// control-plane call with the 403. Delete kills the sandbox's commands and forgets it.
+//
+// Commands run for real: `{shell} -c {command}` in a new process group with the request's
+// env and cwd; the timeout (seconds) kills the group and answers 408 CommandTimeout.
+// Files are the host's files: the fake does not jail paths.
+package langsmithfake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/talkops/talkops/providers/httpapi/fakekit"
+)
+
+// Server is the fake. Configure its exported fields before the first request.
+type Server struct {
+	URL    string
+	APIKey string
+	// ReadyAfter is the number of status polls before a sandbox is ready.
+	ReadyAfter int
+	// NeverReady keeps sandboxes provisioning; FailWith fails them with that message.
+	NeverReady bool
+	FailWith   string
+	// FeatureDisabled answers control-plane calls with 403 FeatureDisabled.
+	FeatureDisabled bool
+	// LabelFilterUnsupported answers a list with label= by 422, as accounts without
+	// label filtering do.
+	LabelFilterUnsupported bool
+	// SnapshotBuildPolls is how many polls a new snapshot stays "building".
+	SnapshotBuildPolls int
+	// Faults fails calls by endpoint: "create", "list", "get", "status", "delete",
+	// "start", "stop", "snapshots", "snapshot-create", "snapshot-get", "execute",
+	// "upload", "download".
+	Faults fakekit.Faults
+
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	boxes     map[string]*box
+	order     []string
+	snapshots map[string]*snapshot
+	created   int
+	deleted   int
+	calls     []Call
+}
+
+// Call is one request the fake received.
+type Call struct {
+	Endpoint, Method, Path string
+	Status                 int
+}
+
+type box struct {
+	ID, Name, Status, StatusMessage string
+	Labels                          map[string]string
+	Snapshot, SnapshotID            string
+	IdleTTLSeconds, DeleteAfterStop int
+	VCPUs                           int
+	MemBytes, FSBytes               int64
+	CreatedAt                       time.Time
+	polls                           int
+	home                            string
+	procs                           *fakekit.Procs
+}
+
+type snapshot struct {
+	ID, Name, Status, Image string
+	FSBytes                 int64
+	polls                   int
+}
+
+// New starts a fake with the given API key. Close it when done.
+func New(apiKey string) *Server {
+	s := &Server{APIKey: apiKey, boxes: map[string]*box{}, snapshots: map[string]*snapshot{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	return s
+}
+
+// APIURL is the endpoint to give the client (it appends /v2/sandboxes).
+func (s *Server) APIURL() string { return s.URL }
+
+// Close kills every command and stops the server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	for _, b := range s.boxes {
+		b.procs.KillAll()
+		os.RemoveAll(b.home)
+	}
+	s.mu.Unlock()
+	s.srv.Close()
+}
+
+// AddSnapshot seeds a snapshot with the given status and returns its id.
+func (s *Server) AddSnapshot(name, status string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn := &snapshot{ID: newUUID(), Name: name, Status: status}
+	s.snapshots[sn.ID] = sn
+	return sn.ID
+}
+
+// Snapshot describes a snapshot by name, for assertions.
+type Snapshot struct{ ID, Name, Status, Image string }
+
+// Snapshots returns every snapshot.
+func (s *Server) Snapshots() []Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Snapshot
+	for _, sn := range s.snapshots {
+		out = append(out, Snapshot{ID: sn.ID, Name: sn.Name, Status: sn.Status, Image: sn.Image})
+	}
+	return out
+}
+
+// Ledger is the fake's record of sandboxes.
+type Ledger struct {
+	Created, Deleted int
+	Alive            []string // names, in creation order
+}
+
+// Ledger returns the record of sandboxes.
+func (s *Server) Ledger() Ledger {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := Ledger{Created: s.created, Deleted: s.deleted}
+	for _, n := range s.order {
+		if _, ok := s.boxes[n]; ok {
+			l.Alive = append(l.Alive, n)
+		}
+	}
+	return l
+}
+
+// Sandbox describes a live sandbox, for assertions.
+type Sandbox struct {
+	Name, Status, Snapshot, SnapshotID string
+	Labels                             map[string]string
+	IdleTTLSeconds, DeleteAfterStop    int
+	VCPUs                              int
+	MemBytes, FSBytes                  int64
+}
+
+// Sandbox returns a live sandbox by name.
+func (s *Server) Sandbox(name string) (Sandbox, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.boxes[name]
+	if !ok {
+		return Sandbox{}, false
+	}
+	return Sandbox{Name: b.Name, Status: b.Status, Snapshot: b.Snapshot, SnapshotID: b.SnapshotID, Labels: b.Labels,
+		IdleTTLSeconds: b.IdleTTLSeconds, DeleteAfterStop: b.DeleteAfterStop, VCPUs: b.VCPUs, MemBytes: b.MemBytes, FSBytes: b.FSBytes}, true
+}
+
+// Calls returns every request received so far.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// Count returns how many requests endpoint received, rejected ones included.
+func (s *Server) Count(endpoint string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		if c.Endpoint == endpoint {
+			n++
+		}
+	}
+	return n
+}
+
+var (
+	reBox      = regexp.MustCompile(`^/v2/sandboxes/boxes/([^/]+)(/status|/start|/stop)?$`)
+	reSnapshot = regexp.MustCompile(`^/v2/sandboxes/snapshots/([^/]+)$`)
+	reDP       = regexp.MustCompile(`^/dp/([^/]+)/(execute|upload|download)$`)
+)
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	endpoint := s.route(rec, r)
+	s.mu.Lock()
+	s.calls = append(s.calls, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.status})
+	s.mu.Unlock()
+}
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
+	p, m := strings.TrimPrefix(r.URL.Path, "/api"), r.Method
+	var endpoint string
+	var h func(http.ResponseWriter, *http.Request, []string)
+	var args []string
+	control := true
+	switch {
+	case p == "/v2/sandboxes/boxes" && m == http.MethodPost:
+		endpoint, h = "create", s.create
+	case p == "/v2/sandboxes/boxes" && m == http.MethodGet:
+		endpoint, h = "list", s.list
+	case reBox.MatchString(p):
+		g := reBox.FindStringSubmatch(p)
+		args = g[1:2]
+		switch {
+		case g[2] == "" && m == http.MethodGet:
+			endpoint, h = "get", s.get
+		case g[2] == "" && m == http.MethodDelete:
+			endpoint, h = "delete", s.delete
+		case g[2] == "/status" && m == http.MethodGet:
+			endpoint, h = "status", s.status
+		case g[2] == "/start" && m == http.MethodPost:
+			endpoint, h = "start", s.startStop
+		case g[2] == "/stop" && m == http.MethodPost:
+			endpoint, h = "stop", s.startStop
+		}
+	case p == "/v2/sandboxes/snapshots" && m == http.MethodGet:
+		endpoint, h = "snapshots", s.listSnapshots
+	case p == "/v2/sandboxes/snapshots" && m == http.MethodPost:
+		endpoint, h = "snapshot-create", s.createSnapshot
+	case reSnapshot.MatchString(p) && m == http.MethodGet:
+		endpoint, h, args = "snapshot-get", s.getSnapshot, reSnapshot.FindStringSubmatch(p)[1:]
+	case reDP.MatchString(p):
+		g := reDP.FindStringSubmatch(p)
+		args, control = g[1:2], false
+		switch {
+		case g[2] == "execute" && m == http.MethodPost:
+			endpoint, h = "execute", s.execute
+		case g[2] == "upload" && m == http.MethodPost:
+			endpoint, h = "upload", s.upload
+		case g[2] == "download" && m == http.MethodGet:
+			endpoint, h = "download", s.download
+		}
+	}
+	if h == nil {
+		writeJSON(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
+		return "unknown"
+	}
+	if !strings.EqualFold(r.Header.Get("X-Api-Key"), s.APIKey) || r.Header.Get("X-Api-Key") == "" {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"detail": "Invalid token"})
+		return endpoint
+	}
+	if control && s.FeatureDisabled {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "FeatureDisabled", "message": "Sandbox feature is not enabled for this organization"})
+		return endpoint
+	}
+	if f, ok := s.Faults.Hit(endpoint); ok {
+		for k, v := range f.Header {
+			w.Header().Set(k, v)
+		}
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		if f.Body != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(f.Status)
+			io.WriteString(w, f.Body)
+		} else {
+			detail(w, f.Status, "InternalError", "injected fault")
+		}
+		return endpoint
+	}
+	h(w, r, args)
+	return endpoint
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
+	var in struct {
+		Name                   string            `json:"name"`
+		Snapshot               string            `json:"snapshot"`
+		SnapshotName           string            `json:"snapshot_name"`
+		SnapshotID             string            `json:"snapshot_id"`
+		IdleTTLSeconds         *int              `json:"idle_ttl_seconds"`
+		DeleteAfterStopSeconds *int              `json:"delete_after_stop_seconds"`
+		VCPUs                  int               `json:"vcpus"`
+		MemBytes               int64             `json:"mem_bytes"`
+		FSCapacityBytes        int64             `json:"fs_capacity_bytes"`
+		Labels                 map[string]string `json:"labels"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		validation(w, "body", "Invalid JSON: "+err.Error())
+		return
+	}
+	for field, v := range map[string]*int{"idle_ttl_seconds": in.IdleTTLSeconds, "delete_after_stop_seconds": in.DeleteAfterStopSeconds} {
+		if v != nil && (*v < 0 || *v%60 != 0) {
+			validation(w, field, "Value error, must be a non-negative multiple of 60")
+			return
+		}
+	}
+	ref := firstNonEmpty(in.Snapshot, in.SnapshotName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ref != "" && in.SnapshotID != "" {
+		validation(w, "snapshot_id", "Value error, at most one of snapshot_id and snapshot may be set")
+		return
+	}
+	if ref != "" {
+		name := strings.TrimSuffix(ref, ":latest")
+		found := false
+		for _, sn := range s.snapshots {
+			if sn.Name == name && sn.Status == "ready" {
+				found = true
+			}
+		}
+		if !found {
+			detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Snapshot '%s' not found", ref))
+			return
+		}
+	}
+	if in.SnapshotID != "" {
+		if sn, ok := s.snapshots[in.SnapshotID]; !ok || sn.Status != "ready" {
+			detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Snapshot '%s' not found", in.SnapshotID))
+			return
+		}
+	}
+	if in.Name == "" {
+		in.Name = "sandbox-" + newUUID()[:8]
+	}
+	if _, taken := s.boxes[in.Name]; taken {
+		detail(w, http.StatusConflict, "Conflict", fmt.Sprintf("Sandbox '%s' already exists", in.Name))
+		return
+	}
+	home, err := os.MkdirTemp("", "langsmithfake-")
+	if err != nil {
+		detail(w, http.StatusInternalServerError, "InternalError", err.Error())
+		return
+	}
+	b := &box{ID: newUUID(), Name: in.Name, Status: "provisioning", Labels: in.Labels, Snapshot: ref, SnapshotID: in.SnapshotID,
+		IdleTTLSeconds: 600, DeleteAfterStop: 1209600, VCPUs: in.VCPUs, MemBytes: in.MemBytes, FSBytes: in.FSCapacityBytes,
+		CreatedAt: time.Now().UTC(), home: home, procs: &fakekit.Procs{}}
+	if b.Labels == nil {
+		b.Labels = map[string]string{}
+	}
+	if in.IdleTTLSeconds != nil {
+		b.IdleTTLSeconds = *in.IdleTTLSeconds
+	}
+	if in.DeleteAfterStopSeconds != nil {
+		b.DeleteAfterStop = *in.DeleteAfterStopSeconds
+	}
+	s.boxes[b.Name] = b
+	s.order = append(s.order, b.Name)
+	s.created++
+	writeJSON(w, http.StatusCreated, s.view(b))
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request, args []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.boxes[args[0]]
+	if b == nil {
+		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		return
+	}
+	b.polls++
+	if b.Status == "provisioning" && !s.NeverReady && b.polls > s.ReadyAfter {
+		if s.FailWith != "" {
+			b.Status, b.StatusMessage = "failed", s.FailWith
+		} else {
+			b.Status = "ready"
+		}
+	}
+	out := map[string]any{"status": b.Status, "status_message": nil}
+	if b.StatusMessage != "" {
+		out["status_message"] = b.StatusMessage
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.boxes[args[0]]
+	if b == nil {
+		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.view(b))
+}
+
+func (s *Server) startStop(w http.ResponseWriter, r *http.Request, args []string) {
+	s.mu.Lock()
+	b := s.boxes[args[0]]
+	if b == nil {
+		s.mu.Unlock()
+		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		return
+	}
+	stop := strings.HasSuffix(r.URL.Path, "/stop")
+	procs := b.procs
+	if stop {
+		b.Status = "stopped"
+		b.procs = &fakekit.Procs{}
+	} else if b.Status == "stopped" {
+		b.Status, b.polls = "provisioning", 0
+	}
+	v := s.view(b)
+	s.mu.Unlock()
+	if stop {
+		procs.KillAll()
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, args []string) {
+	s.mu.Lock()
+	b := s.boxes[args[0]]
+	if b == nil {
+		s.mu.Unlock()
+		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		return
+	}
+	delete(s.boxes, b.Name)
+	s.deleted++
+	s.mu.Unlock()
+	b.procs.KillAll()
+	os.RemoveAll(b.home)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
+	q := r.URL.Query()
+	if len(q["label"]) > 0 && s.LabelFilterUnsupported {
+		validation(w, "label", "Extra inputs are not permitted")
+		return
+	}
+	limit, offset := 50, 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			validation(w, "limit", "Input should be less than or equal to 500")
+			return
+		}
+		limit = n
+	}
+	if v := q.Get("offset"); v != "" {
+		offset, _ = strconv.Atoi(v)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var match []*box
+	for _, n := range s.order {
+		b, ok := s.boxes[n]
+		if !ok || !strings.Contains(b.Name, q.Get("name_contains")) {
+			continue
+		}
+		all := true
+		for _, l := range q["label"] {
+			k, v, hasValue := strings.Cut(l, "=")
+			got, present := b.Labels[k]
+			if !present || (hasValue && got != v) {
+				all = false
+			}
+		}
+		if all {
+			match = append(match, b)
+		}
+	}
+	end := min(offset+limit, len(match))
+	views := []any{}
+	for _, b := range match[min(offset, len(match)):end] {
+		views = append(views, s.view(b))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": views, "offset": end})
+}
+
+func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, _ []string) {
+	name := r.URL.Query().Get("name_contains")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []any{}
+	for _, sn := range s.snapshots {
+		if strings.Contains(sn.Name, name) {
+			out = append(out, snapshotView(sn))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"snapshots": out, "offset": len(out)})
+}
+
+func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, _ []string) {
+	var in struct {
+		Name            string `json:"name"`
+		DockerImage     string `json:"docker_image"`
+		FSCapacityBytes int64  `json:"fs_capacity_bytes"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Name == "" || in.DockerImage == "" || in.FSCapacityBytes <= 0 {
+		validation(w, "body", "name, docker_image and fs_capacity_bytes are required")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sn := range s.snapshots {
+		if sn.Name == in.Name {
+			detail(w, http.StatusConflict, "Conflict", fmt.Sprintf("Snapshot '%s' already exists", in.Name))
+			return
+		}
+	}
+	sn := &snapshot{ID: newUUID(), Name: in.Name, Status: "building", Image: in.DockerImage, FSBytes: in.FSCapacityBytes}
+	s.snapshots[sn.ID] = sn
+	writeJSON(w, http.StatusCreated, snapshotView(sn))
+}
+
+func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, args []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn, ok := s.snapshots[args[0]]
+	if !ok {
+		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Snapshot '%s' not found", args[0]))
+		return
+	}
+	sn.polls++
+	if sn.Status == "building" && sn.polls > s.SnapshotBuildPolls {
+		sn.Status = "ready"
+	}
+	writeJSON(w, http.StatusOK, snapshotView(sn))
+}
+
+func snapshotView(sn *snapshot) map[string]any {
+	return map[string]any{"id": sn.ID, "name": sn.Name, "status": sn.Status, "docker_image": sn.Image, "fs_capacity_bytes": sn.FSBytes}
+}
+
+// ready returns the ready sandbox or answers the data plane's error.
+func (s *Server) ready(w http.ResponseWriter, name string) *box {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.boxes[name]
+	if b == nil {
+		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", name))
+		return nil
+	}
+	if b.Status != "ready" {
+		detail(w, http.StatusBadRequest, "SandboxNotReady", fmt.Sprintf("Sandbox '%s' is %s", name, b.Status))
+		return nil
+	}
+	return b
+}
+
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, args []string) {
+	b := s.ready(w, args[0])
+	if b == nil {
+		return
+	}
+	var in struct {
+		Command string            `json:"command"`
+		Timeout *int              `json:"timeout"`
+		Shell   string            `json:"shell"`
+		Env     map[string]string `json:"env"`
+		Cwd     string            `json:"cwd"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Command == "" {
+		validation(w, "command", "Field required")
+		return
+	}
+	if in.Timeout == nil || *in.Timeout <= 0 {
+		validation(w, "timeout", "Input should be greater than 0")
+		return
+	}
+	c := fakekit.Command{Path: firstNonEmpty(in.Shell, "/bin/bash"), Args: []string{"-c", in.Command}, Dir: firstNonEmpty(in.Cwd, b.home),
+		Env: fakekit.BaseEnv(b.home), Timeout: time.Duration(*in.Timeout) * time.Second}
+	for k, v := range in.Env {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	o := b.procs.Run(context.WithoutCancel(r.Context()), c)
+	switch {
+	case errors.Is(o.StartErr, fakekit.ErrKilled):
+		detail(w, http.StatusBadRequest, "SandboxNotReady", "Sandbox is being deleted")
+	case o.StartErr != nil:
+		detail(w, http.StatusInternalServerError, "ExecError", o.StartErr.Error())
+	case o.TimedOut:
+		detail(w, http.StatusRequestTimeout, "CommandTimeout", fmt.Sprintf("Command timed out after %d seconds", *in.Timeout))
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"stdout": string(o.Stdout), "stderr": string(o.Stderr), "exit_code": o.ExitCode})
+	}
+}
+
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, args []string) {
+	b := s.ready(w, args[0])
+	if b == nil {
+		return
+	}
+	dest := r.URL.Query().Get("path")
+	if dest == "" {
+		validation(w, "path", "Field required")
+		return
+	}
+	if !filepath.IsAbs(dest) {
+		dest = filepath.Join(b.home, dest)
+	}
+	f, _, err := r.FormFile("file")
+	if err != nil {
+		validation(w, "file", "Field required")
+		return
+	}
+	defer f.Close()
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		detail(w, http.StatusBadRequest, "UploadError", err.Error())
+		return
+	}
+	out, err := os.Create(dest)
+	if err == nil {
+		_, err = io.Copy(out, f)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		detail(w, http.StatusBadRequest, "UploadError", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"path": dest})
+}
+
+func (s *Server) download(w http.ResponseWriter, r *http.Request, args []string) {
+	b := s.ready(w, args[0])
+	if b == nil {
+		return
+	}
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		validation(w, "path", "Field required")
+		return
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(b.home, p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		detail(w, http.StatusNotFound, "NotFound", "File not found: "+r.URL.Query().Get("path"))
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.IsDir() {
+		detail(w, http.StatusBadRequest, "InvalidPath", "Path is a directory")
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = io.Copy(w, f)
+}
+
+func (s *Server) view(b *box) map[string]any {
+	v := map[string]any{
+		"id": b.ID, "name": b.Name, "status": b.Status, "status_message": nil, "labels": b.Labels,
+		"idle_ttl_seconds": b.IdleTTLSeconds, "delete_after_stop_seconds": b.DeleteAfterStop,
+		"created_at": b.CreatedAt.Format(time.RFC3339), "updated_at": time.Now().UTC().Format(time.RFC3339),
+		"vcpus": b.VCPUs, "mem_bytes": b.MemBytes, "fs_capacity_bytes": b.FSBytes, "snapshot_id": b.SnapshotID,
+		"dataplane_url": nil,
+	}
+	if b.StatusMessage != "" {
+		v["status_message"] = b.StatusMessage
+	}
+	if b.Status == "ready" {
+		v["dataplane_url"] = s.URL + "/dp/" + b.Name
+	}
+	return v
+}
+
+func detail(w http.ResponseWriter, status int, errType, msg string) {
+	writeJSON(w, status, map[string]any{"detail": map[string]any{"error": errType, "message": msg}})
+}
+
+func validation(w http.ResponseWriter, field, msg string) {
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", field}, "msg": msg, "type": "value_error"}}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
