@@ -13,12 +13,14 @@ import (
 
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/internal/version"
+	"github.com/talkops/talkops/reaper"
 )
 
 // cli is the kong grammar. Each command's Run calls into one package.
 type cli struct {
 	Run     runCmd     `cmd:"" default:"withargs" help:"Run the pipeline: provision, sync, setup, checks, verdict, teardown (the default command)."`
 	Report  ReportCmd  `cmd:"" help:"Publish a finished run's result.json (reports, GitHub, GitLab) without running anything."`
+	Sandbox SandboxCmd `cmd:"" help:"List or garbage-collect sandboxes talkops created."`
 	Config  configCmd  `cmd:"" help:"Print the resolved configuration, each value with its source."`
 	Version versionCmd `cmd:"" help:"Print the version and commit."`
 }
@@ -89,6 +91,7 @@ func (a *app) main(ctx context.Context, args []string) (err error) {
 		kong.Vars(helpVars()),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(a),
+		kong.Bind(reaper.ListerFunc(a.listers)),
 	)
 	if err != nil {
 		return fmt.Errorf("build command line: %w", err)

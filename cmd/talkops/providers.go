@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/bwrap"
+	"github.com/talkops/talkops/providers/docker"
 	"github.com/talkops/talkops/providers/fake"
 	"github.com/talkops/talkops/providers/local"
+	"github.com/talkops/talkops/providers/state"
 )
 
 // capabilities say which flags make sense for a provider, so they are rejected before
@@ -49,6 +56,19 @@ var providerMakers = map[string]providerMaker{
 		}
 		return p, capabilities{attach: true, ownFilesystem: true}, nil
 	},
+	docker.Name: func(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error) {
+		var opts docker.Options
+		if err := decodeProviderTable(cfg, docker.Name, &opts); err != nil {
+			return nil, capabilities{}, err
+		}
+		if opts.Image == "" && cfg.Source("sandboxes.image") != "default" {
+			opts.Image = cfg.Sandbox.Image // TALKOPS_SANDBOX_IMAGE or [sandboxes] image, set on purpose
+		}
+		if err := opts.Validate(); err != nil {
+			return nil, capabilities{}, usageErr(err)
+		}
+		return docker.New(opts), capabilities{attach: true, snapshot: true, ownFilesystem: true}, nil
+	},
 	bwrap.Name: func(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error) {
 		var opts bwrap.Options
 		if err := decodeProviderTable(cfg, bwrap.Name, &opts); err != nil {
@@ -69,4 +89,46 @@ func decodeProviderTable(cfg *config.Config, name string, v any) error {
 		return nil
 	}
 	return t.Decode(v)
+}
+
+// listers builds the providers that can list what talkops created, for
+// `talkops sandbox ls|gc`: the named ones, or every one that can list.
+func (a *app) listers(ctx context.Context, names []string) (map[string]providers.Lister, error) {
+	cfg, err := config.Load(config.Options{Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"),
+		Providers: providerNamesFor(a.getenv)})
+	if err != nil {
+		return nil, err
+	}
+	all := len(names) == 0
+	if all {
+		// The configured provider and every provider the ledger names: asking an engine
+		// this machine never used (a Docker daemon that is not there) is only noise.
+		names = []string{cfg.Sandbox.Provider}
+		entries, _ := state.List(state.DefaultDir(a.getenv))
+		for _, e := range entries {
+			if !slices.Contains(names, e.Provider) {
+				names = append(names, e.Provider)
+			}
+		}
+	}
+	out := map[string]providers.Lister{}
+	for _, name := range names {
+		make, ok := providerMakers[name]
+		if !ok || !slices.Contains(providerNamesFor(a.getenv), name) {
+			return nil, fmt.Errorf("unknown provider %q (valid: %s)", name, strings.Join(providerNamesFor(a.getenv), ", "))
+		}
+		p, _, err := make(cfg, a.getenv)
+		if err != nil {
+			return nil, err
+		}
+		l, ok := p.(providers.Lister)
+		if !ok {
+			if !all {
+				return nil, fmt.Errorf("the %s provider cannot list its sandboxes", name)
+			}
+			continue
+		}
+		out[name] = l
+	}
+	return out, nil
 }
