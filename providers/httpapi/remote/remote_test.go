@@ -26,10 +26,10 @@ type hostDriver struct {
 	// lastLines, when set, returns only the last lines of each stream, as Runloop does.
 	lastLines int
 	mu        sync.Mutex
-	scripts []string
-	writes  []string
-	deleted int
-	failDel error
+	scripts   []string
+	writes    []string
+	deleted   int
+	failDel   error
 }
 
 func (d *hostDriver) Run(ctx context.Context, r Run) (Result, error) {
@@ -312,7 +312,7 @@ func TestUploadReportsTarFailure(t *testing.T) {
 }
 
 func TestExecTruncatedByAPI(t *testing.T) {
-	sb, d := newSandbox(t, func(c *Config) { c.KeepLines, c.KeepBytes = 3, 1 << 20 })
+	sb, d := newSandbox(t, func(c *Config) { c.KeepLines, c.KeepBytes = 3, 1<<20 })
 	d.lastLines = 3
 	res, err := sb.Exec(t.Context(), providers.Shell("seq 1 10; echo e >&2"))
 	if err != nil {
