@@ -76,6 +76,9 @@ type Options struct {
 	// PollInterval is the first pause of the readiness poll (default 500 ms); it grows to
 	// 5 s.
 	PollInterval time.Duration
+	// TempDir is where command scripts stage files inside the sandbox (pid files, large
+	// stdin, output kept for the client); default /tmp.
+	TempDir string
 	// HTTPClient, Retry and Stats are passed to the HTTP client.
 	HTTPClient *http.Client
 	Retry      httpapi.Retry
@@ -130,6 +133,9 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	}
 	if !strings.HasPrefix(opts.WorkingDir, "/") {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
+	}
+	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
+		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
 	}
 	if opts.CPU < 0 || opts.MemoryGB < 0 || opts.DiskGB < 0 || opts.AutoStopMinutes < 0 {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"cpu / memory / disk / auto_stop"}, Problem: "must not be negative"}
@@ -380,6 +386,7 @@ func (p *Provider) handle(sb sandboxJSON, workDir string, env map[string]string,
 		Owned:       owned,
 		Env:         env,
 		SplitStderr: true,
+		TempDir:     p.opts.TempDir,
 	}, d), nil
 }
 

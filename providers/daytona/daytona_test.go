@@ -35,7 +35,7 @@ func env(kv ...string) func(string) string {
 
 func newProvider(t *testing.T, srv *daytonafake.Server, mod func(*daytona.Options)) *daytona.Provider {
 	t.Helper()
-	opts := daytona.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	opts := daytona.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
 	if mod != nil {
 		mod(&opts)
 	}

@@ -81,6 +81,9 @@ type Options struct {
 	ReadyTimeout, BuildTimeout time.Duration
 	// PollInterval is the first pause of the polls (default 1 s).
 	PollInterval time.Duration
+	// TempDir is where command scripts stage files inside the sandbox (pid files, large
+	// stdin, output kept for the client); default /tmp.
+	TempDir string
 	// HTTPClient, Retry and Stats are passed to the HTTP client.
 	HTTPClient *http.Client
 	Retry      httpapi.Retry
@@ -127,6 +130,9 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	}
 	if !strings.HasPrefix(opts.WorkingDir, "/") {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
+	}
+	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
+		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
 	}
 	if opts.VCPUs < 0 || opts.MemBytes < 0 || opts.DiskBytes < 0 || opts.SnapshotDiskBytes < 0 || opts.CommandLimit < 0 {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / mem_bytes / disk_bytes / command_limit"}, Problem: "must not be negative"}
@@ -430,7 +436,7 @@ func (p *Provider) handle(sb sandboxJSON, workDir string, env map[string]string,
 		return nil, fmt.Errorf("langsmith: sandbox %s has no dataplane_url", sb.Name)
 	}
 	d := &driver{p: p, name: sb.Name, dataplane: strings.TrimRight(sb.DataplaneURL, "/")}
-	return remote.New(remote.Config{Provider: Name, ID: sb.Name, WorkDir: workDir, Owned: owned, Env: env}, d), nil
+	return remote.New(remote.Config{Provider: Name, ID: sb.Name, WorkDir: workDir, Owned: owned, Env: env, TempDir: p.opts.TempDir}, d), nil
 }
 
 // driver talks to one sandbox's data plane.

@@ -42,7 +42,7 @@ func newServer(t *testing.T) *langsmithfake.Server {
 
 func newProvider(t *testing.T, srv *langsmithfake.Server, mod func(*langsmith.Options)) *langsmith.Provider {
 	t.Helper()
-	opts := langsmith.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	opts := langsmith.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
 	if mod != nil {
 		mod(&opts)
 	}

@@ -81,6 +81,9 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// LongPoll is the hold asked of each wait_for_status call; default DefaultLongPoll.
 	LongPoll time.Duration
+	// TempDir is where command scripts stage files inside the sandbox (pid files, large
+	// stdin, output kept for the client); default /tmp.
+	TempDir string
 	// HTTPClient, Retry and Stats are passed to the HTTP client.
 	HTTPClient *http.Client
 	Retry      httpapi.Retry
@@ -120,6 +123,9 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	}
 	if !strings.HasPrefix(opts.WorkingDir, "/") {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
+	}
+	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
+		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
 	}
 	if opts.ResourceSize != "" && !slices.Contains(ResourceSizes, opts.ResourceSize) {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"resource_size"}, Problem: fmt.Sprintf("is %q", opts.ResourceSize), Hint: "one of " + strings.Join(ResourceSizes, ", ")}
@@ -428,7 +434,7 @@ func (p *Provider) waitRunning(ctx context.Context, dbx devboxJSON) error {
 func (p *Provider) handle(id, workDir string, env map[string]string, owned bool) *remote.Sandbox {
 	d := &driver{p: p, id: id, base: "v1/devboxes/" + url.PathEscape(id)}
 	return remote.New(remote.Config{
-		Provider: Name, ID: id, WorkDir: workDir, Owned: owned, Env: env,
+		Provider: Name, ID: id, WorkDir: workDir, Owned: owned, Env: env, TempDir: p.opts.TempDir,
 		KeepLines: outputLines - 1, KeepBytes: 64 << 10,
 	}, d)
 }

@@ -44,7 +44,7 @@ func newServer(t *testing.T) *runloopfake.Server {
 
 func newProvider(t *testing.T, srv *runloopfake.Server, mod func(*runloop.Options)) *runloop.Provider {
 	t.Helper()
-	opts := runloop.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	opts := runloop.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), TempDir: t.TempDir(), Retry: fastRetry, ReadyTimeout: 10 * time.Second}
 	if mod != nil {
 		mod(&opts)
 	}

@@ -80,6 +80,9 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// PollInterval is the first pause of the readiness poll (default 500 ms).
 	PollInterval time.Duration
+	// TempDir is where command scripts stage files inside the sandbox (pid files, large
+	// stdin, output kept for the client); default /tmp.
+	TempDir string
 	// HTTPClient, Retry and Stats are passed to the HTTP client.
 	HTTPClient *http.Client
 	Retry      httpapi.Retry
@@ -124,6 +127,9 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	}
 	if !strings.HasPrefix(opts.WorkingDir, "/") {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
+	}
+	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
+		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
 	}
 	if opts.VCPUs < 0 || opts.Timeout < 0 {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / timeout"}, Problem: "must not be negative"}
@@ -451,7 +457,7 @@ func (p *Provider) waitRunning(ctx context.Context, name string, sess sessionJSO
 
 func (p *Provider) handle(name, sessionID, workDir string, env map[string]string, owned bool) *remote.Sandbox {
 	d := &driver{p: p, name: name, session: "v2/sandboxes/sessions/" + url.PathEscape(sessionID)}
-	return remote.New(remote.Config{Provider: Name, ID: name, WorkDir: workDir, Owned: owned, Env: env}, d)
+	return remote.New(remote.Config{Provider: Name, ID: name, WorkDir: workDir, Owned: owned, Env: env, TempDir: p.opts.TempDir}, d)
 }
 
 // expiryTagLayout writes LabelExpiresAt without colons, which tag filters split on.

@@ -48,7 +48,7 @@ func newServer(t *testing.T) *vercelfake.Server {
 
 func newProvider(t *testing.T, srv *vercelfake.Server, mod func(*vercel.Options)) *vercel.Provider {
 	t.Helper()
-	opts := vercel.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	opts := vercel.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
 	if mod != nil {
 		mod(&opts)
 	}
