@@ -37,6 +37,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -256,12 +257,17 @@ func (p *packer) walkRoot(ctx context.Context) error {
 	return p.walkDir(ctx, nil, false)
 }
 
-// loadIgnoreFile appends the patterns of the ignore file at rel, if it exists.
+// loadIgnoreFile appends the patterns of the ignore file at rel if it is a regular file.
+// Like git (since 2.32), a .gitignore that is a symlink is not read.
 func (p *packer) loadIgnoreFile(rel string, domain []string) error {
-	f, err := p.root.Open(rel)
-	if errors.Is(err, fs.ErrNotExist) {
+	fi, err := p.root.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || (err == nil && !fi.Mode().IsRegular()) {
 		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
+	f, err := p.root.Open(rel)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", rel, err)
 	}
@@ -281,7 +287,7 @@ func (p *packer) walkDir(ctx context.Context, dir []string, includeOnly bool) er
 	rel := relPath(dir)
 	f, err := p.root.Open(rel)
 	if err != nil {
-		return fmt.Errorf("open directory %s: %w", rel, err)
+		return fmt.Errorf("open directory %s: %w (list it under [sandboxes.sync] exclude to skip it)", rel, err)
 	}
 	entries, err := f.ReadDir(-1)
 	f.Close()
@@ -294,7 +300,7 @@ func (p *packer) walkDir(ctx context.Context, dir []string, includeOnly bool) er
 	defer func() { p.ignore = p.ignore[:depth] }()
 	if !includeOnly {
 		for _, e := range entries {
-			if e.Name() == ".gitignore" && !e.IsDir() {
+			if e.Name() == ".gitignore" && e.Type().IsRegular() {
 				if err := p.loadIgnoreFile(path.Join(rel, ".gitignore"), dir); err != nil {
 					return err
 				}
