@@ -173,6 +173,9 @@ type Rubric struct {
 	Counts        Counts      `json:"counts"`
 	// Items is the final iteration's items (a copy, for readers that want only those).
 	Items []Item `json:"items"`
+	// JudgeUsage is the tokens and cost of every judge call of every iteration; nil when
+	// no judge model was called.
+	JudgeUsage *Usage `json:"judge_usage,omitempty"`
 }
 
 // Iteration is one evaluation of the rubric.
@@ -226,6 +229,11 @@ type Judge struct {
 	Model    string     `json:"model"`
 	Votes    []Vote     `json:"votes"`
 	Evidence []Evidence `json:"evidence,omitempty"`
+	// PromptVersion identifies the judge's prompt and answer schema ("judge/v1").
+	PromptVersion string `json:"prompt_version,omitempty"`
+	// Usage is this criterion's share of the judge calls that graded it (criteria graded
+	// in one call split its usage evenly), so the items of a rubric sum to its total.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Vote is one judge call's answer for one criterion.
@@ -234,6 +242,11 @@ type Vote struct {
 	Confidence   string   `json:"confidence,omitempty"`
 	Gap          string   `json:"gap,omitempty"`
 	EvidenceRefs []string `json:"evidence_refs,omitempty"`
+	// Reasoning is the judge's short reasoning, written before its verdict.
+	Reasoning string `json:"reasoning,omitempty"`
+	// Error says why the vote is an error (the call failed, timed out or answered
+	// outside the schema twice).
+	Error string `json:"error,omitempty"`
 }
 
 // Evidence describes one numbered piece of evidence shown to the judge.

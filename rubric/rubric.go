@@ -402,5 +402,6 @@ func (r *Rubric) Record(iters []result.Iteration) *result.Rubric {
 		out.Items = append(out.Items, last.Items...)
 		out.Counts = Counts(last.Items)
 	}
+	out.JudgeUsage = JudgeUsage(iters)
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
+	"github.com/talkops/talkops/rubric/evidence"
 )
 
 // Rubric statuses. Score returns satisfied, failed or error; the revision loop adds
@@ -197,6 +198,14 @@ type JudgeRequest struct {
 	Criteria []Criterion
 	// Checks are this iteration's check items, for check:<id> evidence.
 	Checks []result.Item
+	// Agent is what the runner recorded of the agent's passes so far (the zero value in a
+	// run without an agent).
+	Agent AgentRecord
+	// Sandbox is where file:<glob> evidence is read and the workspace diff is taken; nil
+	// leaves both out (the judge says so in the evidence).
+	Sandbox providers.Sandbox
+	// Workspace is the baseline taken after setup, for diff evidence; nil means no diff.
+	Workspace *evidence.Baseline
 }
 
 // Evaluator scores one agent pass after another for the revision loop: run the checks,
@@ -224,6 +233,12 @@ type Evaluator struct {
 	// Baseline is the Snapshot of the protected globs taken before the agent ran; nil
 	// skips the integrity comparison.
 	Baseline map[string]string
+	// Agent, when set, returns what the runner recorded of the agent's passes up to
+	// iteration n, for the judge's evidence. It is called only when criteria are judged.
+	Agent func(n int) AgentRecord
+	// Workspace is the workspace baseline taken after setup (evidence.TakeBaseline), so
+	// the judge can be shown the diff; nil means no diff evidence.
+	Workspace *evidence.Baseline
 }
 
 // Evaluate evaluates iteration n (1-based) and returns its items, score and loop status
@@ -294,7 +309,12 @@ func (e *Evaluator) judge(ctx context.Context, n int, checks []result.Item) []re
 	if e.Judge == nil {
 		return all(result.StatusError, "no judge is configured, so this criterion cannot be graded")
 	}
-	got, err := e.Judge.Grade(ctx, JudgeRequest{Iteration: n, Rubric: e.Rubric, Criteria: crit, Checks: checks})
+	req := JudgeRequest{Iteration: n, Rubric: e.Rubric, Criteria: crit, Checks: checks,
+		Sandbox: e.Sandbox, Workspace: e.Workspace}
+	if e.Agent != nil {
+		req.Agent = e.Agent(n)
+	}
+	got, err := e.Judge.Grade(ctx, req)
 	if err != nil {
 		return all(result.StatusError, e.Checker.redact("judge failed: "+err.Error()))
 	}
