@@ -115,8 +115,9 @@ func Pack(ctx context.Context, root string, opts Options, w io.Writer) (Stats, e
 	return pack(ctx, root, opts, w, nil)
 }
 
-// pack is Pack with a hook called once all entries are written, before the archive's
-// end and the compressor's final flush; Sync uses it to tell that tail from the body.
+// pack is Pack with a hook called once every entry is written and flushed through the
+// compressor, before the end-of-archive blocks and the gzip trailer; Sync uses it to tell
+// that short tail from the body.
 func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClose func()) (Stats, error) {
 	start := time.Now()
 	p, err := newPacker(root, opts)
