@@ -9,10 +9,14 @@ import (
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/bwrap"
+	"github.com/talkops/talkops/providers/daytona"
 	"github.com/talkops/talkops/providers/docker"
 	"github.com/talkops/talkops/providers/fake"
+	"github.com/talkops/talkops/providers/langsmith"
 	"github.com/talkops/talkops/providers/local"
+	"github.com/talkops/talkops/providers/runloop"
 	"github.com/talkops/talkops/providers/state"
+	"github.com/talkops/talkops/providers/vercel"
 )
 
 // capabilities say which flags make sense for a provider, so they are rejected before
@@ -69,6 +73,10 @@ var providerMakers = map[string]providerMaker{
 		}
 		return docker.New(opts), capabilities{attach: true, snapshot: true, ownFilesystem: true}, nil
 	},
+	daytona.Name:   newDaytona,
+	vercel.Name:    newVercel,
+	runloop.Name:   newRunloop,
+	langsmith.Name: newLangSmith,
 	bwrap.Name: func(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error) {
 		var opts bwrap.Options
 		if err := decodeProviderTable(cfg, bwrap.Name, &opts); err != nil {
