@@ -54,8 +54,12 @@ type Options struct {
 
 // Config is the resolved configuration.
 type Config struct {
-	Sandbox Sandbox
-	Run     Run
+	Sandbox  Sandbox
+	Run      Run
+	Model    Model
+	Agent    Agent
+	Approval Approval
+	Rubric   Rubric
 	// ProjectDir is the project root: the directory holding .talkops/config.toml, else
 	// the repository root (the first directory with .git walking up), else WorkDir.
 	ProjectDir string
@@ -100,6 +104,34 @@ type Run struct {
 	ReportDir    string
 	OutputFormat string
 	LogLevel     string
+}
+
+// Model holds the [model] settings.
+type Model struct {
+	Name    string
+	BaseURL string
+}
+
+// Agent holds the [agent] settings: the agent's budgets.
+type Agent struct {
+	MaxTurns     int64
+	MaxCostUSD   float64
+	StallTimeout time.Duration
+	ToolTimeout  time.Duration
+}
+
+// Approval holds the [approval] settings.
+type Approval struct {
+	Mode  string
+	Allow []string
+	Deny  []string
+}
+
+// Rubric holds the [rubric] settings.
+type Rubric struct {
+	Model         string
+	MaxIterations int64
+	Votes         int64
 }
 
 // layer orders where a value can come from; a higher layer wins.
@@ -428,6 +460,8 @@ func assign(ptr, v any) {
 		*p, _ = v.(time.Duration)
 	case *int64:
 		*p, _ = v.(int64)
+	case *float64:
+		*p, _ = v.(float64)
 	case *[]string:
 		*p, _ = v.([]string)
 	}

@@ -41,6 +41,10 @@ const (
 	TypePath
 	// TypeFile is a TypePath that must name an existing regular file.
 	TypeFile
+	// TypeInt is a whole number, zero or more.
+	TypeInt
+	// TypeFloat is a number, zero or more.
+	TypeFloat
 )
 
 var typeNames = map[Type]string{
@@ -53,6 +57,8 @@ var typeNames = map[Type]string{
 	TypeList:     "list",
 	TypePath:     "path",
 	TypeFile:     "file",
+	TypeInt:      "integer",
+	TypeFloat:    "number",
 }
 
 // String names the type as help text shows it.
@@ -195,6 +201,103 @@ var keys = []Key{
 		Help:    "least severe log level written to stderr",
 		field:   func(c *Config) any { return &c.Run.LogLevel },
 	},
+	{
+		Name:  "model.name",
+		Type:  TypeString,
+		Env:   []string{"TALKOPS_MODEL"},
+		Help:  "model as PROVIDER:NAME (anthropic:claude-sonnet-4-5, openai:gpt-4.1); unset follows the API key that is present",
+		field: func(c *Config) any { return &c.Model.Name },
+	},
+	{
+		Name:  "model.base_url",
+		Type:  TypeString,
+		Env:   []string{"TALKOPS_BASE_URL"},
+		Help:  "API base URL, for OpenAI-compatible servers (Ollama, vLLM, LiteLLM, OpenRouter, Azure OpenAI)",
+		field: func(c *Config) any { return &c.Model.BaseURL },
+	},
+	{
+		Name:    "agent.max_turns",
+		Type:    TypeInt,
+		Env:     []string{"TALKOPS_MAX_TURNS"},
+		Default: "50",
+		Help:    "model turns before the agent must answer (parallel tool calls count once); running out exits 124",
+		Check:   positive("agent.max_turns"),
+		field:   func(c *Config) any { return &c.Agent.MaxTurns },
+	},
+	{
+		Name:    "agent.max_cost_usd",
+		Type:    TypeFloat,
+		Env:     []string{"TALKOPS_MAX_COST_USD"},
+		Default: "5",
+		Help:    "model spend in US dollars before the agent must answer (0 = no limit); running out exits 124",
+		field:   func(c *Config) any { return &c.Agent.MaxCostUSD },
+	},
+	{
+		Name:    "agent.stall_timeout",
+		Type:    TypeDuration,
+		Env:     []string{"TALKOPS_STALL_TIMEOUT"},
+		Default: "10m",
+		Help:    "end the run (exit 124) when neither the model nor a tool makes progress for this long",
+		field:   func(c *Config) any { return &c.Agent.StallTimeout },
+	},
+	{
+		Name:    "agent.tool_timeout",
+		Type:    TypeDuration,
+		Default: "10m",
+		Help:    "time limit of one shell command the agent runs",
+		field:   func(c *Config) any { return &c.Agent.ToolTimeout },
+	},
+	{
+		Name:    "approval.mode",
+		Type:    TypeEnum,
+		Env:     []string{"TALKOPS_APPROVAL_MODE"},
+		Default: "default",
+		Choices: []string{"default", "smart", "yes"},
+		Help:    "how tool calls are approved headless: default denies mutating tools, smart applies the allow/deny policy, yes approves all",
+		field:   func(c *Config) any { return &c.Approval.Mode },
+	},
+	{
+		Name:  "approval.allow",
+		Type:  TypeList,
+		Help:  "shell command patterns --smart may run (empty: any command not denied)",
+		field: func(c *Config) any { return &c.Approval.Allow },
+	},
+	{
+		Name:  "approval.deny",
+		Type:  TypeList,
+		Help:  "shell command patterns never run, in every approval mode",
+		field: func(c *Config) any { return &c.Approval.Deny },
+	},
+	{
+		Name:  "rubric.model",
+		Type:  TypeString,
+		Env:   []string{"TALKOPS_RUBRIC_MODEL"},
+		Help:  "judge model as PROVIDER:NAME; unset uses the agent's model",
+		field: func(c *Config) any { return &c.Rubric.Model },
+	},
+	{
+		Name:    "rubric.max_iterations",
+		Type:    TypeInt,
+		Env:     []string{"TALKOPS_RUBRIC_MAX_ITERATIONS"},
+		Default: "3",
+		Help:    "agent passes the revision loop allows (1 = no revision)",
+		Check:   positive("rubric.max_iterations"),
+		field:   func(c *Config) any { return &c.Rubric.MaxIterations },
+	},
+	{
+		Name:    "rubric.votes",
+		Type:    TypeInt,
+		Env:     []string{"TALKOPS_RUBRIC_VOTES"},
+		Default: "1",
+		Help:    "judge calls per criterion, an odd number; the majority decides",
+		Check: func(v any) error {
+			if n, _ := v.(int64); n < 1 || n%2 == 0 {
+				return fmt.Errorf("rubric.votes must be an odd number of 1 or more, got %d", n)
+			}
+			return nil
+		},
+		field: func(c *Config) any { return &c.Rubric.Votes },
+	},
 }
 
 // HelpText is Help followed by the default, the choices, the environment variables and
@@ -215,6 +318,15 @@ func (k Key) HelpText() string {
 	i := strings.LastIndexByte(k.Name, '.')
 	extra = append(extra, "config ["+k.Name[:max(i, 0)]+"] "+k.Name[i+1:])
 	return k.Help + " (" + strings.Join(extra, "; ") + ")"
+}
+
+func positive(name string) func(any) error {
+	return func(v any) error {
+		if n, _ := v.(int64); n < 1 {
+			return fmt.Errorf("%s must be 1 or more, got %d", name, n)
+		}
+		return nil
+	}
 }
 
 // Keys returns the table of settings, in display order, for help text and docs.
@@ -264,6 +376,18 @@ func parseText(k *Key, s string, providers []string) (any, error) {
 		return parseChoice(s, k.Choices, "values")
 	case TypeProvider:
 		return parseProvider(s, providers)
+	case TypeInt:
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || n < 0 {
+			return nil, badValue(nil, "", "want a whole number of 0 or more, got %q", s)
+		}
+		return n, nil
+	case TypeFloat:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, badValue(nil, "", "want a number of 0 or more, got %q", s)
+		}
+		return f, nil
 	case TypeList:
 		var out []string
 		for part := range strings.SplitSeq(s, ",") {
@@ -287,6 +411,24 @@ func parseTOML(k *Key, v any, providers []string) (any, error) {
 			return parseBool(s)
 		}
 		return nil, badValue(boolWords, "values", "want a boolean, got %s", describe(v))
+	case TypeInt:
+		n, ok := v.(int64)
+		if !ok || n < 0 {
+			return nil, badValue(nil, "", "want a whole number of 0 or more, got %s", describe(v))
+		}
+		return n, nil
+	case TypeFloat:
+		switch n := v.(type) {
+		case int64:
+			if n >= 0 {
+				return float64(n), nil
+			}
+		case float64:
+			if n >= 0 && !math.IsNaN(n) && !math.IsInf(n, 0) {
+				return n, nil
+			}
+		}
+		return nil, badValue(nil, "", "want a number of 0 or more, got %s", describe(v))
 	case TypeSize:
 		if n, ok := v.(int64); ok {
 			if n <= 0 {
@@ -464,6 +606,8 @@ func format(k *Key, v any) string {
 		return strconv.FormatInt(v, 10)
 	case []string:
 		return strings.Join(v, ",")
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return fmt.Sprint(v)
 }
