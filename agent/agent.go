@@ -1,0 +1,345 @@
+// Package agent is the talkops agent: a model in a loop with tools that run inside the
+// run's sandbox, under an approval policy and budgets, with every step recorded.
+//
+// New builds an Agent for one sandbox; Run sends the prompt and drives the conversation
+// until the model gives a final answer or a budget runs out; Revise continues the same
+// conversation (same sandbox, same budgets) with the rubric's list of unmet criteria.
+//
+// # Budgets
+//
+// A turn is one reply of the model, however many tools it calls (parallel tool calls in one
+// reply are one turn). MaxTurns bounds the turns that may call tools; MaxCostUSD bounds
+// the money spent on the model, checked before every call against the spend so far plus an
+// estimate of the call; the context's deadline, minus FinalReserve, bounds the time; and the
+// stall watchdog ends the run when neither the model nor a tool has shown progress for
+// StallTimeout. When any of them runs out the model gets one more call, without tools, to
+// give its best final answer (its max_tokens cut to what the cost budget still pays for),
+// and the Outcome is Partial with StopReason max_turns, max_cost, timeout or stalled. The
+// runner maps a partial outcome to exit code 124.
+//
+// # Approvals and denials
+//
+// Every tool call passes the Approval policy first (see Mode). A denied call is not run;
+// the model gets the reason as the tool result, and the denial is recorded in
+// result.Agent.Denials, as a tool.denied event and in the transcript. The rule that keeps a
+// run from ending silently green because a tool needed approval: in ModeDefault (neither
+// -y nor --smart) any denial makes the outcome Partial with StopReason "approval_required"
+// (unless a budget reason came first), so the run exits 124 with the denials listed. In
+// ModeSmart and ModeYes the user chose the policy, so a denial is the policy working: the
+// outcome is unchanged, and the denials are still listed and warned about.
+//
+// # Transcript and secrets
+//
+// Every model request (the messages added since the previous one) and response, tool call,
+// tool result, denial, finding and warning is an events.Event sent to Options.Sink and
+// appended to ReportDir/transcript.jsonl. Secrets (Options.Secrets, Options.Redactor and the
+// model's own API key) are replaced with *** in events, the transcript, saved tool
+// outputs, the Outcome, and in tool output before the model sees it. A tool output longer
+// than MaxToolOutput reaches the model as its head and tail with a marker; the whole
+// output is saved as ReportDir/tool-outputs/<n>.txt.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/talkops/talkops/agent/model"
+	"github.com/talkops/talkops/agent/tools"
+	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/result"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultMaxTurns      = 50
+	DefaultStallTimeout  = 10 * time.Minute
+	DefaultMaxToolOutput = 30000
+	// DefaultFinalReserve is the upper bound of the time kept before the context's deadline
+	// for the final answer (see Options.FinalReserve).
+	DefaultFinalReserve = time.Minute
+)
+
+// Stop reasons (result.Agent.StopReason).
+const (
+	StopDone             = "done"              // the model gave its final answer
+	StopMaxTurns         = "max_turns"         // partial
+	StopMaxCost          = "max_cost"          // partial
+	StopTimeout          = "timeout"           // partial
+	StopStalled          = "stalled"           // partial
+	StopApprovalRequired = "approval_required" // partial: a tool call needed approval (ModeDefault)
+	StopInterrupted      = "interrupted"       // partial: the context was cancelled (signal)
+	StopRefused          = "refused"           // the model declined the task
+	StopEmpty            = "empty"             // the model ended without an answer, twice
+	StopError            = "error"             // Run returned an error (model or sandbox)
+)
+
+// ErrConfig is wrapped by New's errors: the options are invalid (a usage error).
+var ErrConfig = errors.New("invalid agent options")
+
+// Options configure an Agent. Model and Sandbox are required.
+type Options struct {
+	Model model.Model
+	// ModelName is recorded in result.json ("anthropic:claude-sonnet-4-5"); "" uses the
+	// model's String() when it has one.
+	ModelName string
+	Sandbox   providers.Sandbox
+	Approval  Approval
+	// MaxTurns bounds the turns that may call tools; 0 means DefaultMaxTurns.
+	MaxTurns int
+	// MaxCostUSD bounds the model spend; 0 means no bound. It needs a priced model.
+	MaxCostUSD float64
+	// StallTimeout ends the run when nothing progressed for this long; 0 means
+	// DefaultStallTimeout, negative disables the watchdog. Keep it above ToolTimeout if
+	// your commands can be silent for that long.
+	StallTimeout time.Duration
+	// ToolTimeout bounds one execute call; 0 means tools.DefaultToolTimeout.
+	ToolTimeout time.Duration
+	// FinalReserve is the time kept before the context's deadline for the final answer
+	// after a timeout; 0 means a tenth of the time left at Run, at least 5 s and at most
+	// DefaultFinalReserve.
+	FinalReserve time.Duration
+	// MaxToolOutput is how many bytes of one tool result the model sees; 0 means
+	// DefaultMaxToolOutput.
+	MaxToolOutput int
+	// MaxTokens caps each reply; 0 uses the model's default.
+	MaxTokens int
+	// Instructions are appended to the system prompt (project-specific guidance).
+	Instructions string
+	// ReportDir receives transcript.jsonl and tool-outputs/; "" keeps no files.
+	ReportDir string
+	Sink      events.Sink
+	// Secrets are values to redact everywhere; Redactor, if set, is applied as well.
+	Secrets  []string
+	Redactor Redactor
+	// Shell overrides the sandbox shell (tools.Env.Shell); ExecEnv is added to every
+	// execute command's environment; FetchClient replaces web_fetch's HTTP client.
+	Shell       string
+	ExecEnv     map[string]string
+	FetchClient *http.Client
+}
+
+// CommandRecord is one execute call, for the judge's evidence.
+type CommandRecord struct {
+	Turn     int      `json:"turn"`
+	Command  string   `json:"command"`
+	Argv     []string `json:"argv"`
+	ExitCode int      `json:"exit_code"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+	// Stdout and Stderr are the real output, redacted, each cut to its first and last
+	// 32 KiB (OutputTruncated); the whole of it is in OutputFile when that is set.
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	OutputTruncated bool   `json:"output_truncated,omitempty"`
+	OutputFile      string `json:"output_file,omitempty"`
+	DurationMS      int64  `json:"duration_ms"`
+}
+
+// Outcome is what a Run or Revise produced. Record, Findings and Commands are cumulative
+// over Run and every Revise.
+type Outcome struct {
+	Final      string
+	Partial    bool
+	StopReason string
+	Record     result.Agent
+	Findings   []result.Finding
+	Commands   []CommandRecord
+}
+
+// Agent is one conversation in one sandbox. Run and Revise must not be called concurrently.
+type Agent struct {
+	opts   Options
+	policy *compiled
+	tools  []tools.Tool
+	byName map[string]tools.Tool
+	env    *tools.Env
+	redact Redactor
+	rec    *recorder
+	system string
+	price  model.Price
+	priced bool
+
+	toolDefs []model.Tool
+	wd       atomic.Pointer[watchdog]
+
+	mu      sync.Mutex // held by Run and Revise
+	smu     sync.Mutex // guards what parallel tool calls update (marked below)
+	started bool
+	// conversation
+	messages    []model.Message
+	sent        int // messages already shown in a model.request event
+	lastCallLen int // messages when the model was last called
+	// accounting
+	turns      int
+	usage      model.Usage
+	lastUsage  model.Usage
+	maxOutput  int64
+	toolCalls  int              // smu
+	denials    []result.Denial  // smu
+	findings   []result.Finding // smu
+	seenFP     map[string]bool  // smu
+	commands   []CommandRecord  // smu
+	infraErrs  int              // smu
+	final      string
+	stop       string
+	partial    bool
+	exhausted  string // the budget that ran out; no more acting turns
+	reserve    time.Duration
+	lastAnswer string
+}
+
+// New checks the options and builds an Agent. Errors wrap ErrConfig.
+func New(opts Options) (*Agent, error) {
+	switch {
+	case opts.Model == nil:
+		return nil, fmt.Errorf("%w: no model", ErrConfig)
+	case opts.Sandbox == nil:
+		return nil, fmt.Errorf("%w: no sandbox", ErrConfig)
+	case opts.MaxTurns < 0:
+		return nil, fmt.Errorf("%w: max turns %d must be positive", ErrConfig, opts.MaxTurns)
+	case opts.MaxCostUSD < 0 || math.IsNaN(opts.MaxCostUSD) || math.IsInf(opts.MaxCostUSD, 0):
+		return nil, fmt.Errorf("%w: max cost %v must be a positive amount of US dollars", ErrConfig, opts.MaxCostUSD)
+	case opts.ToolTimeout < 0 || opts.FinalReserve < 0 || opts.MaxToolOutput < 0 || opts.MaxTokens < 0:
+		return nil, fmt.Errorf("%w: tool timeout, final reserve, max tool output and max tokens must not be negative", ErrConfig)
+	}
+	policy, err := opts.Approval.compile()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if opts.MaxTurns == 0 {
+		opts.MaxTurns = DefaultMaxTurns
+	}
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = DefaultStallTimeout
+	}
+	if opts.MaxToolOutput == 0 {
+		opts.MaxToolOutput = DefaultMaxToolOutput
+	}
+	if opts.ModelName == "" {
+		if s, ok := opts.Model.(fmt.Stringer); ok {
+			opts.ModelName = s.String()
+		}
+	}
+	a := &Agent{opts: opts, policy: policy, seenFP: map[string]bool{}}
+	if p, ok := opts.Model.(model.Pricer); ok {
+		a.price, a.priced = p.Price()
+	}
+	if opts.MaxCostUSD > 0 && !a.priced {
+		return nil, fmt.Errorf("%w: a cost cap of $%.2f needs the price of %s, which is not known; add it to the price table or remove the cap",
+			ErrConfig, opts.MaxCostUSD, nameOr(opts.ModelName, "the model"))
+	}
+	secrets := append([]string(nil), opts.Secrets...)
+	if h, ok := opts.Model.(model.SecretHolder); ok {
+		secrets = append(secrets, h.Secrets()...)
+	}
+	a.redact = chain{newSecretRedactor(secrets), opts.Redactor}
+	a.rec = newRecorder(opts.Sink, a.redact, opts.ReportDir)
+	a.env = &tools.Env{
+		Sandbox:     opts.Sandbox,
+		Shell:       opts.Shell,
+		ToolTimeout: opts.ToolTimeout,
+		HTTPClient:  opts.FetchClient,
+		ExecEnv:     opts.ExecEnv,
+		MaxOutput:   opts.MaxToolOutput,
+	}
+	a.tools = tools.All(a.env)
+	a.byName = map[string]tools.Tool{}
+	for _, t := range a.tools {
+		a.byName[t.Def().Name] = t
+	}
+	a.system = systemPrompt(opts.Sandbox.WorkDir(), opts)
+	return a, nil
+}
+
+func nameOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Run sends prompt and works until the model's final answer or a budget runs out. The
+// error is for broken infrastructure only (the model API refused the key, the sandbox
+// stopped working) or a cancelled context (StopInterrupted); the Outcome is returned in
+// every case, so what happened so far is never lost.
+func (a *Agent) Run(ctx context.Context, prompt string) (*Outcome, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started {
+		return a.outcome(), errors.New("agent: Run called twice; use Revise to continue")
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return a.outcome(), fmt.Errorf("%w: empty prompt", ErrConfig)
+	}
+	a.started = true
+	a.reserve = a.opts.FinalReserve
+	if a.reserve == 0 {
+		a.reserve = DefaultFinalReserve
+		if dl, ok := ctx.Deadline(); ok {
+			a.reserve = min(max(time.Until(dl)/10, 5*time.Second), DefaultFinalReserve)
+		}
+	}
+	a.messages = append(a.messages, model.Message{Role: model.RoleUser, Text: prompt})
+	return a.drive(ctx)
+}
+
+// Revise continues the conversation with message (the rubric's unmet criteria), in the
+// same sandbox and under the same budgets. If a budget already ran out it returns the
+// previous outcome without calling the model.
+func (a *Agent) Revise(ctx context.Context, message string) (*Outcome, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.started {
+		return a.outcome(), errors.New("agent: Revise called before Run")
+	}
+	if strings.TrimSpace(message) == "" {
+		return a.outcome(), fmt.Errorf("%w: empty revision message", ErrConfig)
+	}
+	if a.exhausted != "" {
+		a.rec.warn("budget", "revision skipped: the %s budget already ran out", a.exhausted)
+		return a.outcome(), nil
+	}
+	if a.stop == StopInterrupted || a.stop == StopError {
+		return a.outcome(), fmt.Errorf("agent: cannot revise after the run ended with %s", a.stop)
+	}
+	a.final, a.stop = "", ""
+	a.messages = append(a.messages, model.Message{Role: model.RoleUser, Text: message})
+	return a.drive(ctx)
+}
+
+// outcome snapshots the state. Called with mu held.
+func (a *Agent) outcome() *Outcome {
+	u := a.usage
+	rec := result.Agent{
+		Model:       a.opts.ModelName,
+		Turns:       a.turns,
+		FinalAnswer: a.final,
+		StopReason:  a.stop,
+		Usage: result.Usage{
+			InputTokens:       u.TotalInput(),
+			OutputTokens:      u.OutputTokens,
+			CachedInputTokens: u.CacheReadTokens,
+			CostUSD:           u.CostUSD,
+		},
+		Denials:   append([]result.Denial(nil), a.denials...),
+		ToolCalls: a.toolCalls,
+	}
+	if a.rec.path != "" {
+		rec.Transcript = a.rec.path
+	}
+	return &Outcome{
+		Final:      a.final,
+		Partial:    a.partial,
+		StopReason: a.stop,
+		Record:     rec,
+		Findings:   append([]result.Finding(nil), a.findings...),
+		Commands:   append([]CommandRecord(nil), a.commands...),
+	}
+}
