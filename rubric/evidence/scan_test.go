@@ -73,3 +73,18 @@ func TestScanLineAndExcerpt(t *testing.T) {
 		t.Errorf("hidden character shown as %q, want an escape", hits[1].Match)
 	}
 }
+
+// BenchmarkScan scans 100 KB of ordinary tool output (the default evidence budget).
+func BenchmarkScan(b *testing.B) {
+	var sb strings.Builder
+	for sb.Len() < 100_000 {
+		sb.WriteString("  # aws_security_group_rule.ssh will be updated in-place: generate rate iterate status \"ok\" main again\n")
+	}
+	text := sb.String()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if hits := Scan(text); len(hits) != 0 {
+			b.Fatalf("hits in clean text: %+v", hits)
+		}
+	}
+}
