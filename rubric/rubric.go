@@ -36,7 +36,8 @@ const (
 	DefaultTimeout = 5 * time.Minute
 	// MaxTimeout is the longest timeout a check may ask for.
 	MaxTimeout = 24 * time.Hour
-	// DefaultMaxEvidenceBytes is the judge's evidence budget per criterion.
+	// DefaultMaxEvidenceBytes is the judge's evidence budget per call (criteria that select
+	// the same evidence are graded in one call and share it).
 	DefaultMaxEvidenceBytes = 100_000
 	// DefaultMaxIterations is the number of agent passes the revision loop allows (TalkOps' default).
 	DefaultMaxIterations = 3

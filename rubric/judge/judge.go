@@ -41,6 +41,9 @@ const (
 	attempts = 2
 )
 
+// ErrOptions is wrapped by every error New returns: a bad option is a usage error.
+var ErrOptions = errors.New("invalid judge options")
+
 // Options configure a Judge.
 type Options struct {
 	// Model answers the judge calls (required).
@@ -78,15 +81,15 @@ var _ rubric.Judge = (*Judge)(nil)
 func New(opts Options) (*Judge, error) {
 	switch {
 	case opts.Model == nil:
-		return nil, errors.New("judge: no model (set --rubric-model, or a model for the agent)")
+		return nil, fmt.Errorf("%w: no model (set --rubric-model, or a model for the agent)", ErrOptions)
 	case opts.Votes < 0 || opts.Votes > MaxVotes || (opts.Votes > 0 && opts.Votes%2 == 0):
-		return nil, fmt.Errorf("judge: votes must be odd so that a majority exists (1, 3, 5, 7 or 9), got %d", opts.Votes)
+		return nil, fmt.Errorf("%w: votes must be odd so that a majority exists (1, 3, 5, 7 or 9), got %d", ErrOptions, opts.Votes)
 	case opts.MaxEvidenceBytes < 0 || (opts.MaxEvidenceBytes > 0 && opts.MaxEvidenceBytes < 1000):
-		return nil, fmt.Errorf("judge: the evidence budget must be at least 1000 bytes, got %d", opts.MaxEvidenceBytes)
+		return nil, fmt.Errorf("%w: the evidence budget must be at least 1000 bytes, got %d", ErrOptions, opts.MaxEvidenceBytes)
 	case opts.Timeout < 0:
-		return nil, fmt.Errorf("judge: the call timeout must not be negative, got %s", opts.Timeout)
+		return nil, fmt.Errorf("%w: the call timeout must not be negative, got %s", ErrOptions, opts.Timeout)
 	case opts.Parallel < 0 || opts.MaxTokens < 0:
-		return nil, errors.New("judge: Parallel and MaxTokens must not be negative")
+		return nil, fmt.Errorf("%w: Parallel and MaxTokens must not be negative", ErrOptions)
 	}
 	if opts.ModelName == "" {
 		if s, ok := opts.Model.(fmt.Stringer); ok {

@@ -3,6 +3,7 @@ package judge_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -651,7 +652,7 @@ func TestNew(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := judge.New(tc.opts)
-			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			if tc.err == "" && err != nil || tc.err != "" && (!errors.Is(err, judge.ErrOptions) || !strings.Contains(err.Error(), tc.err)) {
 				t.Errorf("New(%s) = %v, want %q", tc.name, err, tc.err)
 			}
 		})
