@@ -257,7 +257,11 @@ func (d *Diff) Summary() string {
 			n[2]++
 		}
 	}
-	fmt.Fprintf(&b, "%d files changed: %d added, %d modified, %d removed\n", len(d.Files), n[0], n[1], n[2])
+	files := "files"
+	if len(d.Files) == 1 {
+		files = "file"
+	}
+	fmt.Fprintf(&b, "%d %s changed: %d added, %d modified, %d removed\n", len(d.Files), files, n[0], n[1], n[2])
 	for _, f := range d.Files {
 		mark := map[string]string{Added: "A", Modified: "M", Removed: "D"}[f.Change]
 		fmt.Fprintf(&b, "%s %s", mark, f.Path)
