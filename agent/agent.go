@@ -232,7 +232,7 @@ func New(opts Options) (*Agent, error) {
 		a.price, a.priced = p.Price()
 	}
 	if opts.MaxCostUSD > 0 && !a.priced {
-		return nil, fmt.Errorf("%w: a cost cap of $%.2f needs the price of %s, which is not known; add it to the price table or remove the cap",
+		return nil, fmt.Errorf("%w: a cost cap of $%.2f needs the price of %s, which is not known; add its price, or set agent.max_cost_usd = 0 to run without a cost cap",
 			ErrConfig, opts.MaxCostUSD, nameOr(opts.ModelName, "the model"))
 	}
 	secrets := append([]string(nil), opts.Secrets...)

@@ -549,6 +549,7 @@ func TestPriceLookup(t *testing.T) {
 		{"openai", "gpt-4.1", model.Price{Input: 9, Output: 9}, true},
 		{"openrouter", "anthropic/claude-sonnet-4.5", model.Price{Input: 3.3, Output: 16.5}, true},
 		{"ollama", "qwen3", model.Price{}, true},
+		{"anthropic", "claude-sonnet-5", model.Price{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}, true},
 		{"openai", "my-finetune", model.Price{}, false},
 	}
 	for _, tc := range cases {

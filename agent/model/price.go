@@ -50,6 +50,10 @@ var DefaultPrices = PriceTable{
 	"claude-3-7-sonnet": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
 	"claude-haiku-4-5":  {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
 	"claude-3-5-haiku":  {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
+	// Later models of a family default to the family's current price.
+	"claude-opus-":   {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+	"claude-sonnet-": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	"claude-haiku-":  {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
 	// OpenAI: cached input as published; there is no cache-write charge.
 	"gpt-5":        {Input: 1.25, Output: 10, CacheRead: 0.125, CacheWrite: 1.25},
 	"gpt-5-mini":   {Input: 0.25, Output: 2, CacheRead: 0.025, CacheWrite: 0.25},
