@@ -134,7 +134,7 @@ func (c *compiled) decide(name string, kind tools.Kind, input json.RawMessage) D
 	if c.Mode == ModeYes {
 		return allow()
 	}
-	if p := secretPathArg(kind, input); p != "" {
+	if p := secretPathArg(name, input); p != "" {
 		return deny("%s of %s denied: it looks like a credentials file", name, p)
 	}
 	switch kind {
@@ -149,10 +149,10 @@ func (c *compiled) decide(name string, kind tools.Kind, input json.RawMessage) D
 	return deny("%s: unknown tool kind %v", name, kind)
 }
 
-// secretPathArg returns the path argument of a read-only file tool when it names a
-// credentials file.
-func secretPathArg(kind tools.Kind, input json.RawMessage) string {
-	if kind != tools.ReadOnly {
+// secretPathArg returns the path argument of a tool that reads file content (read_file,
+// grep) when it names a credentials file.
+func secretPathArg(name string, input json.RawMessage) string {
+	if name != "read_file" && name != "grep" {
 		return ""
 	}
 	var in struct {

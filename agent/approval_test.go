@@ -37,6 +37,8 @@ func TestApprovalModes(t *testing.T) {
 		{"default denies fetch", Approval{}, "web_fetch", tools.Network, json.RawMessage(`{"url":"https://example.com"}`), false, "needs approval"},
 		{"default denies reading .env", Approval{}, "read_file", tools.ReadOnly, pathInput("config/.env.production"), false, "credentials"},
 		{"default allows .env.example", Approval{}, "read_file", tools.ReadOnly, pathInput(".env.example"), true, ""},
+		{"default denies grep in .env", Approval{}, "grep", tools.ReadOnly, pathInput(".env"), false, "credentials"},
+		{"findings about .env are fine", Approval{}, "report_finding", tools.ReadOnly, pathInput(".env"), true, ""},
 		{"smart allows write", Approval{Mode: ModeSmart}, "write_file", tools.Mutating, pathInput("a.txt"), true, ""},
 		{"smart allows fetch", Approval{Mode: ModeSmart}, "web_fetch", tools.Network, json.RawMessage(`{"url":"https://example.com"}`), true, ""},
 		{"smart allows plain command", Approval{Mode: ModeSmart}, "execute", tools.Shell, cmdInput("terraform validate"), true, ""},

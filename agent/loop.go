@@ -176,7 +176,7 @@ func (a *Agent) appendAssistant(m model.Message) {
 // done ends a pass with the model's answer.
 func (a *Agent) done(reason, text string) (*Outcome, error) {
 	a.final = a.redact.Redact(text)
-	a.stop = reason
+	a.stop, a.partial = reason, false
 	a.closeOut()
 	return a.outcome(), nil
 }
@@ -248,6 +248,7 @@ func (a *Agent) finish(ctx context.Context, reason string) (*Outcome, error) {
 	if a.opts.MaxCostUSD > 0 {
 		maxTokens = a.affordableFinalTokens()
 	}
+	defer a.closeOut()
 	if maxTokens < 0 {
 		a.rec.warn("budget", "%s: the cost budget cannot pay for a final answer; using the last reply", reason)
 		a.final = a.redact.Redact(a.fallback(reason))
@@ -279,7 +280,6 @@ func (a *Agent) finish(ctx context.Context, reason string) (*Outcome, error) {
 	if a.opts.MaxCostUSD > 0 && a.usage.CostUSD > a.opts.MaxCostUSD {
 		a.rec.warn("budget", "the model spend $%.4f exceeded the cap $%.2f (the estimate of the last call was low)", a.usage.CostUSD, a.opts.MaxCostUSD)
 	}
-	a.closeOut()
 	return a.outcome(), nil
 }
 

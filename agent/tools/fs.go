@@ -229,8 +229,9 @@ func (t *readTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	var b strings.Builder
 	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
 	last := offset - 1
+	budget := min(t.env.maxOutput(), maxReadBytes)
 	for i, line := range lines {
-		if b.Len() > maxReadBytes {
+		if b.Len() > budget && i > 0 {
 			break
 		}
 		last = offset + i

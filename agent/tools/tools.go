@@ -108,6 +108,9 @@ type Env struct {
 	Progress func()
 	// HTTPClient is web_fetch's client; nil builds one that refuses private addresses.
 	HTTPClient *http.Client
+	// MaxOutput is roughly how many bytes of output a tool should return; read_file stops
+	// its window there (with a note on how to continue). Default 30000.
+	MaxOutput int
 	// ExecEnv is added to every execute command's environment (after the defaults that
 	// keep tools non-interactive: PAGER=cat, GIT_TERMINAL_PROMPT=0, ...).
 	ExecEnv map[string]string
@@ -138,6 +141,16 @@ func All(env *Env) []Tool {
 		&fetchTool{env: env},
 		&findingTool{env: env},
 	}
+}
+
+// DefaultMaxOutput is Env.MaxOutput when it is 0.
+const DefaultMaxOutput = 30000
+
+func (e *Env) maxOutput() int {
+	if e.MaxOutput > 0 {
+		return e.MaxOutput
+	}
+	return DefaultMaxOutput
 }
 
 func (e *Env) fileTimeout() time.Duration {
