@@ -90,8 +90,13 @@ func (w *anthropicWire) params(req Request) (anthropic.MessageNewParams, error) 
 		}
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &tp})
 	}
-	if len(req.Tools) > 0 && req.ToolChoice == ToolChoiceNone {
-		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+	if len(req.Tools) > 0 {
+		switch req.ToolChoice {
+		case ToolChoiceNone:
+			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+		case ToolChoiceRequired:
+			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
+		}
 	}
 	if w.caching && len(p.Messages) > 0 {
 		// A moving breakpoint on the newest block: the next turn reads everything up to

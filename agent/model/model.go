@@ -91,10 +91,12 @@ type Tool struct {
 type ToolChoice string
 
 // Tool choices. With ToolChoiceNone the tool definitions are still sent (providers reject
-// histories with tool calls but no tools) and the model is told not to use them.
+// histories with tool calls but no tools) and the model is told not to use them;
+// ToolChoiceRequired makes it call at least one (Anthropic "any", OpenAI "required").
 const (
-	ToolChoiceAuto ToolChoice = ""
-	ToolChoiceNone ToolChoice = "none"
+	ToolChoiceAuto     ToolChoice = ""
+	ToolChoiceNone     ToolChoice = "none"
+	ToolChoiceRequired ToolChoice = "required"
 )
 
 // Request is one call to the model.

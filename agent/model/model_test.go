@@ -171,25 +171,29 @@ func TestCompleteMultiTurnToolUse(t *testing.T) {
 	}
 }
 
-func TestCompleteToolChoiceNoneAndMaxTokens(t *testing.T) {
+func TestCompleteToolChoiceAndMaxTokens(t *testing.T) {
 	t.Parallel()
 	for _, f := range formats {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{{Text: "final"}}})
+			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{{Text: "final"}, {Text: "again"}, {Text: "auto"}}})
 			defer srv.Close()
 			m := newModel(t, f, srv, model.WithMaxTokens(1234))
-			_, err := m.Complete(t.Context(), model.Request{
-				Messages:   []model.Message{{Role: model.RoleUser, Text: "hi"}},
-				Tools:      tools,
-				ToolChoice: model.ToolChoiceNone,
-			})
-			if err != nil {
-				t.Fatal(err)
+			for _, choice := range []model.ToolChoice{model.ToolChoiceNone, model.ToolChoiceRequired, model.ToolChoiceAuto} {
+				_, err := m.Complete(t.Context(), model.Request{
+					Messages:   []model.Message{{Role: model.RoleUser, Text: "hi"}},
+					Tools:      tools,
+					ToolChoice: choice,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
-			c := srv.Calls()[0]
-			if c.ToolChoice != "none" || c.MaxTokens != 1234 || c.Model == "" {
-				t.Errorf("tool_choice=%q max_tokens=%d model=%q, want none/1234/set", c.ToolChoice, c.MaxTokens, c.Model)
+			wantWire := map[string][]string{"anthropic": {"none", "any", ""}, "openai": {"none", "required", ""}}[f.name]
+			for i, c := range srv.Calls() {
+				if c.ToolChoice != wantWire[i] || c.MaxTokens != 1234 || c.Model == "" {
+					t.Errorf("call %d: tool_choice=%q max_tokens=%d model=%q, want %q/1234/set", i+1, c.ToolChoice, c.MaxTokens, c.Model, wantWire[i])
+				}
 			}
 		})
 	}

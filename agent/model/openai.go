@@ -104,8 +104,13 @@ func (w *openAIWire) params(req Request) (openai.ChatCompletionNewParams, error)
 			},
 		})
 	}
-	if len(req.Tools) > 0 && req.ToolChoice == ToolChoiceNone {
-		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("none")}
+	if len(req.Tools) > 0 {
+		switch req.ToolChoice {
+		case ToolChoiceNone:
+			p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("none")}
+		case ToolChoiceRequired:
+			p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
+		}
 	}
 	return p, nil
 }

@@ -140,8 +140,11 @@ func decodeAnthropic(body []byte, c *Call) string {
 		}
 		out.Tools = append(out.Tools, model.Tool{Name: t.Name, Description: t.Description, Schema: t.InputSchema})
 	}
-	if c.ToolChoice == "none" {
+	switch c.ToolChoice {
+	case "none":
 		out.ToolChoice = model.ToolChoiceNone
+	case "any":
+		out.ToolChoice = model.ToolChoiceRequired
 	}
 	if req.MaxTokens != nil {
 		out.MaxTokens = *req.MaxTokens

@@ -116,8 +116,11 @@ func decodeOpenAI(body []byte, c *Call) string {
 		}
 		out.Tools = append(out.Tools, model.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: t.Function.Parameters})
 	}
-	if c.ToolChoice == "none" {
+	switch c.ToolChoice {
+	case "none":
 		out.ToolChoice = model.ToolChoiceNone
+	case "required":
+		out.ToolChoice = model.ToolChoiceRequired
 	}
 	if c.ToolChoice != "" && len(req.Tools) == 0 {
 		return "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."
