@@ -85,6 +85,15 @@ func NewFetchClient() *http.Client {
 	}
 }
 
+// fetchClient returns Env.HTTPClient, or one default client shared by every call.
+func (e *Env) fetchClient() *http.Client {
+	if e.HTTPClient != nil {
+		return e.HTTPClient
+	}
+	e.fetchOnce.Do(func() { e.defaultFetch = NewFetchClient() })
+	return e.defaultFetch
+}
+
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= fetchMaxRedirects {
 		return fmt.Errorf("stopped after %d redirects", fetchMaxRedirects)
@@ -109,10 +118,7 @@ func (t *fetchTool) Run(ctx context.Context, input json.RawMessage) (Result, err
 	if u.User != nil {
 		return errorf("url must not carry credentials"), nil
 	}
-	client := t.env.HTTPClient
-	if client == nil {
-		client = NewFetchClient()
-	}
+	client := t.env.fetchClient()
 	if client.CheckRedirect == nil {
 		c := *client
 		c.CheckRedirect = checkRedirect

@@ -117,6 +117,9 @@ type Env struct {
 
 	shellMu sync.Mutex
 	shell   string
+
+	fetchOnce    sync.Once
+	defaultFetch *http.Client
 }
 
 // DefaultToolTimeout is Env.ToolTimeout when it is 0.
