@@ -15,7 +15,9 @@
 // StallTimeout. When any of them runs out the model gets one more call, without tools, to
 // give its best final answer (its max_tokens cut to what the cost budget still pays for),
 // and the Outcome is Partial with StopReason max_turns, max_cost, timeout or stalled. The
-// runner maps a partial outcome to exit code 124.
+// runner maps a partial outcome to exit code 124. Record.Turns counts the turns that could
+// call tools, so it never exceeds MaxTurns; the final-answer call is not a turn (it shows
+// in the transcript as a model.request with "final": true, and its tokens are counted).
 //
 // # Approvals and denials
 //
@@ -285,6 +287,9 @@ func (a *Agent) Run(ctx context.Context, prompt string) (*Outcome, error) {
 		if dl, ok := ctx.Deadline(); ok {
 			a.reserve = min(max(time.Until(dl)/10, 5*time.Second), DefaultFinalReserve)
 		}
+	}
+	if !a.priced {
+		a.rec.warn("cost_unknown", "no price is known for %s; its cost is reported as $0", nameOr(a.opts.ModelName, "the model"))
 	}
 	a.messages = append(a.messages, model.Message{Role: model.RoleUser, Text: prompt})
 	return a.drive(ctx)
