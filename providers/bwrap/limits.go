@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -57,7 +58,12 @@ func (c *cgroup) remove() error {
 	var errs []error
 	for _, dir := range uniq(c.memDir, c.pidsDir) {
 		var err error
-		for range 50 {
+		for i := range 250 {
+			if i%10 == 0 {
+				// A sandbox whose talkops process was killed may still have processes
+				// in its cgroup (an orphaned command); they go first, or rmdir is EBUSY.
+				killTasks(dir)
+			}
 			err = os.Remove(dir)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
 				err = nil
@@ -70,6 +76,19 @@ func (c *cgroup) remove() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// killTasks sends SIGKILL to every process listed in a cgroup directory.
+func killTasks(dir string) {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(data)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func uniq(ss ...string) []string {
