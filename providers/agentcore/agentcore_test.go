@@ -437,6 +437,21 @@ func TestExecRetries(t *testing.T) {
 		t.Fatalf("Exec after a 503 = %q, %v; want it run once", res.Stdout, err)
 	}
 
+	// Throttling is retried too; so is a 5xx on writeFiles (an upload is idempotent).
+	srv.Faults.Inject("invoke:executeCommand", n()+1, fakekit.Fault{Status: 429, Body: `{"message":"Rate exceeded"}`})
+	srv.Faults.Inject("invoke:writeFiles", srv.Count("invoke:writeFiles")+1, fakekit.Fault{Status: 500})
+	tgz, err := archive.TarGz(archive.Entry{Name: "t.txt", Body: []byte("t"), Mode: 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Upload(t.Context(), ".", bytes.NewReader(tgz)); err != nil {
+		t.Fatalf("Upload after a 500 on writeFiles = %v", err)
+	}
+	res, err = sb.Exec(t.Context(), providers.Shell("cat t.txt"))
+	if err != nil || string(res.Stdout) != "t" {
+		t.Fatalf("Exec after a 429 = %q, %v", res.Stdout, err)
+	}
+
 	// A 5xx after the command ran: the retried delivery finds its guard and stops.
 	srv.FaultsAfterRun.Inject("invoke:executeCommand", srv.FaultsAfterRun.Calls("invoke:executeCommand")+1, fakekit.Fault{Status: 500})
 	before := n()
