@@ -159,6 +159,9 @@ func TestCompleteMultiTurnToolUse(t *testing.T) {
 				t.Errorf("tool results sent = %+v", last.ToolResults)
 			}
 			if f.name == "anthropic" {
+				if v := calls[1].Header.Get("Anthropic-Version"); v == "" {
+					t.Errorf("no anthropic-version header")
+				}
 				want := []string{"system", "tools[1]", "messages[2].content[1]"}
 				if diff := cmp.Diff(want, calls[1].CacheBreakpoints); diff != "" {
 					t.Errorf("cache breakpoints (-want +got):\n%s", diff)

@@ -8,7 +8,8 @@
 //     max_tokens, system (string or text blocks), messages with text, tool_use and
 //     tool_result blocks (content as string or blocks, is_error), tools (name,
 //     description, input_schema), tool_choice, cache_control on system, tool and message
-//     blocks (recorded in Call.CacheBreakpoints), the x-api-key header. Response: a
+//     blocks (recorded in Call.CacheBreakpoints), the x-api-key and anthropic-version
+//     headers. Response: a
 //     "message" object with text and tool_use content blocks, stop_reason (end_turn,
 //     tool_use, max_tokens, refusal) and usage with input_tokens, output_tokens,
 //     cache_creation_input_tokens and cache_read_input_tokens; errors as
@@ -310,6 +311,9 @@ func (s *Server) handle(format string) http.HandlerFunc {
 		var invalid string
 		if format == "anthropic" {
 			invalid = decodeAnthropic(body, &c)
+			if invalid == "" && r.Header.Get("Anthropic-Version") == "" {
+				invalid = "anthropic-version: header is required"
+			}
 		} else {
 			invalid = decodeOpenAI(body, &c)
 		}
