@@ -94,6 +94,27 @@ func (a Approval) compile() (*compiled, error) {
 	return c, nil
 }
 
+// Validate reports a malformed policy (an empty pattern, an unknown mode), so the CLI can
+// reject a bad configuration before anything is provisioned.
+func (a Approval) Validate() error {
+	_, err := a.compile()
+	return err
+}
+
+// CheckCommand returns the policy's decision on running command with execute, for
+// diagnostics and documentation ("would --smart run this?").
+func (a Approval) CheckCommand(command string) (Decision, error) {
+	c, err := a.compile()
+	if err != nil {
+		return Decision{}, err
+	}
+	in, err := json.Marshal(map[string]string{"command": command})
+	if err != nil {
+		return Decision{}, err
+	}
+	return c.decide("execute", tools.Shell, in), nil
+}
+
 func patternRegexp(p string) *regexp.Regexp {
 	var b strings.Builder
 	b.WriteString(`^`)

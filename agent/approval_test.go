@@ -176,9 +176,16 @@ func TestApprovalCompileErrors(t *testing.T) {
 		{Mode: ModeYes, Deny: []string{""}},
 		{Mode: Mode(7)},
 	} {
-		if _, err := a.compile(); err == nil {
-			t.Errorf("compile(%+v) succeeded, want an error", a)
+		if err := a.Validate(); err == nil {
+			t.Errorf("Validate(%+v) succeeded, want an error", a)
 		}
+		if _, err := a.CheckCommand("ls"); err == nil {
+			t.Errorf("CheckCommand with %+v succeeded, want an error", a)
+		}
+	}
+	d, err := Approval{Mode: ModeSmart, Deny: []string{"make deploy*"}}.CheckCommand("make test && make deploy ENV=prod")
+	if err != nil || d.Allow || !strings.Contains(d.Reason, "make deploy*") {
+		t.Errorf("CheckCommand = %+v, %v; want denied by the pattern", d, err)
 	}
 }
 
