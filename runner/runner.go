@@ -48,11 +48,15 @@ type Agent interface {
 	Revise(ctx context.Context, message string) (AgentOutcome, error)
 }
 
-// AgentOutcome is what the runner keeps of an agent run.
+// AgentOutcome is what the runner keeps of an agent run. Record and Findings are
+// cumulative over Run and every Revise.
 type AgentOutcome struct {
 	Final      string
 	Partial    bool
 	StopReason string
+	// Unfinished, when set, says why the agent ended without doing the task although no
+	// budget ran out (it refused, or gave no answer). Without a rubric that is a fail.
+	Unfinished string
 	Record     result.Agent
 	Findings   []result.Finding
 }
@@ -62,6 +66,15 @@ type AgentOutcome struct {
 type Rubric interface {
 	Describe() result.Rubric
 	Evaluate(ctx context.Context, sb providers.Sandbox, in EvalInput) (Evaluation, error)
+}
+
+// Preparer is implemented by rubrics that record the workspace after the setup script,
+// before the agent changes it (the judge's diff baseline). Prepare failing is not fatal:
+// the rubric reports what it could not compare. Release runs at teardown, before the
+// sandbox is closed.
+type Preparer interface {
+	Prepare(ctx context.Context, sb providers.Sandbox)
+	Release(ctx context.Context, sb providers.Sandbox)
 }
 
 // EvalInput is what one rubric iteration may look at.
@@ -190,8 +203,10 @@ type run struct {
 	sb       providers.Sandbox
 	created  bool
 	tornDown bool
+	prepared Preparer // released at teardown
 
-	agentFindings []result.Finding // every agent pass's findings
+	agentFindings []result.Finding // the agent's findings (cumulative over its passes)
+	unfinished    string
 	iterFindings  []result.Finding // the last rubric iteration's findings
 
 	partialReason string
@@ -265,6 +280,10 @@ func (r *run) stages(ctx context.Context) {
 	}
 	var agent Agent
 	var outcome *AgentOutcome
+	if p, ok := r.opts.Rubric.(Preparer); ok && r.opts.NewAgent != nil {
+		r.prepared = p
+		p.Prepare(ctx, r.sb)
+	}
 	if r.opts.NewAgent != nil {
 		ok := r.stage(ctx, StageAgent, func(ctx context.Context) error {
 			a, err := r.opts.NewAgent(r.sb)
@@ -454,7 +473,8 @@ func (r *run) sync(ctx context.Context) error {
 func (r *run) recordAgent(out AgentOutcome) {
 	rec := out.Record
 	r.res.Agent = &rec
-	r.agentFindings = append(r.agentFindings, out.Findings...)
+	r.agentFindings = out.Findings
+	r.unfinished = out.Unfinished
 	r.res.Findings = r.findings()
 	if out.Partial && r.partialReason == "" {
 		r.partialReason = out.StopReason
@@ -530,6 +550,9 @@ func (r *run) teardown(parent context.Context) {
 			}
 		}()
 	}
+	if r.prepared != nil {
+		r.prepared.Release(ctx, sb)
+	}
 	start := time.Now()
 	idx := r.record(StageTeardown, start, "running", nil)
 	r.emit(events.Event{Type: events.TeardownStarted, Stage: StageTeardown, Data: map[string]any{
@@ -585,6 +608,10 @@ func (r *run) finish(parent context.Context) {
 		res.Verdict = result.VerdictFail
 		res.Reason = "budget exhausted: " + r.partialReason
 		res.ExitCode = ExitBudget
+	case r.res.Rubric == nil && r.unfinished != "":
+		res.Verdict = result.VerdictFail
+		res.Reason = r.unfinished
+		res.ExitCode = ExitFail
 	default:
 		res.Verdict = r.verdictFromRubric()
 		switch res.Verdict {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/agentcore"
 	"github.com/talkops/talkops/providers/daytona"
 	"github.com/talkops/talkops/providers/langsmith"
 	"github.com/talkops/talkops/providers/runloop"
@@ -13,11 +14,11 @@ import (
 
 // The [sandboxes.providers.NAME] tables of the cloud providers. They are the user-facing
 // subset of each provider's Options: transport knobs (HTTP client, retry policy,
-// counters) are not configuration.
+// counters) are not configuration. working_dir, common to every provider, reaches the
+// provider through Spec.WorkDir.
 
 type daytonaTable struct {
 	APIURL          string        `toml:"api_url"`
-	WorkingDir      string        `toml:"working_dir"`
 	Target          string        `toml:"target"`
 	Image           string        `toml:"image"`
 	CPU             int           `toml:"cpu"`
@@ -29,7 +30,6 @@ type daytonaTable struct {
 
 type vercelTable struct {
 	APIURL       string        `toml:"api_url"`
-	WorkingDir   string        `toml:"working_dir"`
 	Runtime      string        `toml:"runtime"`
 	Image        string        `toml:"image"`
 	VCPUs        int           `toml:"vcpus"`
@@ -40,7 +40,6 @@ type vercelTable struct {
 
 type runloopTable struct {
 	APIURL       string        `toml:"api_url"`
-	WorkingDir   string        `toml:"working_dir"`
 	ResourceSize string        `toml:"resource_size"`
 	Architecture string        `toml:"architecture"`
 	KeepAlive    time.Duration `toml:"keep_alive"`
@@ -49,7 +48,6 @@ type runloopTable struct {
 
 type langsmithTable struct {
 	APIURL       string        `toml:"api_url"`
-	WorkingDir   string        `toml:"working_dir"`
 	VCPUs        int           `toml:"vcpus"`
 	MemBytes     int64         `toml:"memory_bytes"`
 	DiskBytes    int64         `toml:"disk_bytes"`
@@ -67,7 +65,7 @@ func newDaytona(cfg *config.Config, getenv func(string) string) (providers.Provi
 	if err := decodeProviderTable(cfg, daytona.Name, &t); err != nil {
 		return nil, capabilities{}, err
 	}
-	p, err := daytona.New(daytona.Options{APIURL: t.APIURL, WorkingDir: t.WorkingDir, Target: t.Target, Image: t.Image,
+	p, err := daytona.New(daytona.Options{APIURL: t.APIURL, Target: t.Target, Image: t.Image,
 		CPU: t.CPU, MemoryGB: t.MemoryGB, DiskGB: t.DiskGB, AutoStopMinutes: t.AutoStopMinutes, ReadyTimeout: t.ReadyTimeout}, getenv)
 	if err != nil {
 		return nil, capabilities{}, err
@@ -80,7 +78,7 @@ func newVercel(cfg *config.Config, getenv func(string) string) (providers.Provid
 	if err := decodeProviderTable(cfg, vercel.Name, &t); err != nil {
 		return nil, capabilities{}, err
 	}
-	p, err := vercel.New(vercel.Options{APIURL: t.APIURL, WorkingDir: t.WorkingDir, Runtime: t.Runtime, Image: t.Image,
+	p, err := vercel.New(vercel.Options{APIURL: t.APIURL, Runtime: t.Runtime, Image: t.Image,
 		VCPUs: t.VCPUs, Region: t.Region, Timeout: t.Timeout, ReadyTimeout: t.ReadyTimeout}, getenv)
 	if err != nil {
 		return nil, capabilities{}, err
@@ -93,7 +91,7 @@ func newRunloop(cfg *config.Config, getenv func(string) string) (providers.Provi
 	if err := decodeProviderTable(cfg, runloop.Name, &t); err != nil {
 		return nil, capabilities{}, err
 	}
-	p, err := runloop.New(runloop.Options{APIURL: t.APIURL, WorkingDir: t.WorkingDir, ResourceSize: t.ResourceSize,
+	p, err := runloop.New(runloop.Options{APIURL: t.APIURL, ResourceSize: t.ResourceSize,
 		Architecture: t.Architecture, KeepAlive: t.KeepAlive, ReadyTimeout: t.ReadyTimeout}, getenv)
 	if err != nil {
 		return nil, capabilities{}, err
@@ -106,7 +104,7 @@ func newLangSmith(cfg *config.Config, getenv func(string) string) (providers.Pro
 	if err := decodeProviderTable(cfg, langsmith.Name, &t); err != nil {
 		return nil, capabilities{}, err
 	}
-	p, err := langsmith.New(langsmith.Options{APIURL: t.APIURL, WorkingDir: t.WorkingDir, VCPUs: t.VCPUs,
+	p, err := langsmith.New(langsmith.Options{APIURL: t.APIURL, VCPUs: t.VCPUs,
 		MemBytes: t.MemBytes, DiskBytes: t.DiskBytes, CommandLimit: t.CommandLimit, ReadyTimeout: t.ReadyTimeout,
 		BuildTimeout: t.BuildTimeout, SnapshotImage: cfg.Sandbox.Image}, getenv)
 	if err != nil {
@@ -115,4 +113,17 @@ func newLangSmith(cfg *config.Config, getenv func(string) string) (providers.Pro
 	caps := cloudCaps
 	caps.defaultSnapshot = true
 	return p, caps, nil
+}
+
+func newAgentCore(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error) {
+	var opts agentcore.Options // its toml tags are the table keys; transport hooks are toml:"-"
+	if err := decodeProviderTable(cfg, agentcore.Name, &opts); err != nil {
+		return nil, capabilities{}, err
+	}
+	opts.WorkingDir = workingDir(cfg, agentcore.Name)
+	p, err := agentcore.New(opts, getenv)
+	if err != nil {
+		return nil, capabilities{}, err
+	}
+	return p, capabilities{attach: true, ownFilesystem: true}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/talkops/talkops/providers/agentcore/agentcorefake"
 	"github.com/talkops/talkops/providers/daytona/daytonafake"
 	"github.com/talkops/talkops/providers/langsmith/langsmithfake"
 	"github.com/talkops/talkops/providers/runloop/runloopfake"
@@ -21,6 +22,7 @@ func TestCloudProvidersThroughCLI(t *testing.T) {
 	type fakeService struct {
 		url    string
 		env    map[string]string
+		urlKey string // the table key that points the client at the fake; "" = api_url
 		counts func() (created, alive int)
 	}
 	tests := []struct {
@@ -46,6 +48,14 @@ func TestCloudProvidersThroughCLI(t *testing.T) {
 			return fakeService{url: s.URL, env: map[string]string{"RUNLOOP_API_KEY": "key"},
 				counts: func() (int, int) { l := s.Ledger(); return l.Created, len(l.Alive) }}
 		}},
+		{"agentcore", "AWS_REGION", func(t *testing.T) fakeService {
+			s := agentcorefake.New("AKIDTALKOPSTEST")
+			t.Cleanup(s.Close)
+			return fakeService{url: s.URL, urlKey: "endpoint", env: map[string]string{
+				"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "AKIDTALKOPSTEST", "AWS_SECRET_ACCESS_KEY": "secret",
+				"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"},
+				counts: func() (int, int) { l := s.Ledger(); return l.Started, len(l.Alive) }}
+		}},
 		{"langsmith", "LANGSMITH_API_KEY", func(t *testing.T) fakeService {
 			s := langsmithfake.New("key")
 			t.Cleanup(s.Close)
@@ -57,7 +67,8 @@ func TestCloudProvidersThroughCLI(t *testing.T) {
 		t.Run(tc.provider, func(t *testing.T) {
 			t.Parallel()
 			svc := tc.start(t)
-			cfg := fmt.Sprintf("[sandboxes.providers.%s]\napi_url = %q\nworking_dir = %q\n", tc.provider, svc.url, t.TempDir())
+			urlKey := cmpOr(svc.urlKey, "api_url")
+			cfg := fmt.Sprintf("[sandboxes.providers.%s]\n%s = %q\nworking_dir = %q\n", tc.provider, urlKey, svc.url, t.TempDir())
 			dir := project(t, map[string]string{"r.toml": rubric, "README.md": "hi", ".env": "SECRET=1",
 				".talkops/config.toml": cfg})
 

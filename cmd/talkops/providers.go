@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/agentcore"
 	"github.com/talkops/talkops/providers/bwrap"
 	"github.com/talkops/talkops/providers/daytona"
 	"github.com/talkops/talkops/providers/docker"
@@ -65,6 +68,7 @@ var providerMakers = map[string]providerMaker{
 		if err := decodeProviderTable(cfg, docker.Name, &opts); err != nil {
 			return nil, capabilities{}, err
 		}
+		opts.WorkingDir = workingDir(cfg, docker.Name)
 		if opts.Image == "" && cfg.Source("sandboxes.image") != "default" {
 			opts.Image = cfg.Sandbox.Image // TALKOPS_SANDBOX_IMAGE or [sandboxes] image, set on purpose
 		}
@@ -73,6 +77,7 @@ var providerMakers = map[string]providerMaker{
 		}
 		return docker.New(opts), capabilities{attach: true, snapshot: true, ownFilesystem: true}, nil
 	},
+	agentcore.Name: newAgentCore,
 	daytona.Name:   newDaytona,
 	vercel.Name:    newVercel,
 	runloop.Name:   newRunloop,
@@ -82,11 +87,19 @@ var providerMakers = map[string]providerMaker{
 		if err := decodeProviderTable(cfg, bwrap.Name, &opts); err != nil {
 			return nil, capabilities{}, err
 		}
+		opts.WorkingDir = workingDir(cfg, bwrap.Name)
+		// Sandboxes live under the TMPDIR this run was given (one place for ls and gc).
+		opts.StateDir = filepath.Join(cmpOr(getenv("TMPDIR"), os.TempDir()), "talkops-bwrap")
 		if err := opts.Validate(); err != nil {
 			return nil, capabilities{}, usageErr(err)
 		}
 		return bwrap.New(opts), capabilities{attach: true, ownFilesystem: true}, nil
 	},
+}
+
+// workingDir is [sandboxes.providers.NAME] working_dir, or "" for the provider's default.
+func workingDir(cfg *config.Config, name string) string {
+	return cfg.Providers[name].WorkingDir
 }
 
 // decodeProviderTable decodes [sandboxes.providers.NAME] into v; unknown keys are

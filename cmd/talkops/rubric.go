@@ -2,31 +2,83 @@ package main
 
 import (
 	"context"
+	"slices"
+	"time"
 
+	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
+	"github.com/talkops/talkops/rubric/evidence"
 	"github.com/talkops/talkops/runner"
 )
 
-// checksRubric adapts a parsed rubric to the runner: each iteration runs the rubric's
-// evaluator in the run's sandbox.
-type checksRubric struct {
+// rubricRunner adapts a parsed rubric to the runner: each iteration runs the rubric's
+// evaluator (checks, then the judge for criteria, then the protected-path comparison) in
+// the run's sandbox.
+type rubricRunner struct {
 	r       *rubric.Rubric
 	checker rubric.Checker
+	judge   rubric.Judge // nil when the rubric has no criteria
 	maxIter int
+	session *session // nil in a checks-only run
+	exclude []string // extra baseline excludes (the report dir inside the project)
+	sink    events.Sink
+
+	workspace *evidence.Baseline // the judge's diff baseline, taken after setup
+	protected map[string]string  // protected paths' hashes, taken after setup
 }
 
-var _ runner.Rubric = (*checksRubric)(nil)
+var (
+	_ runner.Rubric   = (*rubricRunner)(nil)
+	_ runner.Preparer = (*rubricRunner)(nil)
+)
 
-func (c *checksRubric) Describe() result.Rubric {
+func (c *rubricRunner) Describe() result.Rubric {
 	rec := c.r.Record(nil)
 	rec.Status = ""
 	return *rec
 }
 
-func (c *checksRubric) Evaluate(ctx context.Context, sb providers.Sandbox, in runner.EvalInput) (runner.Evaluation, error) {
-	ev := &rubric.Evaluator{Rubric: c.r, Sandbox: sb, Sink: in.Sink, Checker: c.checker, MaxIterations: c.maxIter}
+// Prepare records the workspace before the agent changes it. Failing to is a warning:
+// the judge then says the diff is unavailable, and integrity cannot be checked.
+func (c *rubricRunner) Prepare(ctx context.Context, sb providers.Sandbox) {
+	warn := func(msg string, err error) {
+		c.sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageRubric, Message: msg + ": " + err.Error()})
+	}
+	if len(c.r.Criteria) > 0 {
+		opts := evidence.BaselineOptions{Exclude: append(slices.Clone(evidence.DefaultExclude), c.exclude...)}
+		base, err := evidence.TakeBaseline(ctx, sb, opts)
+		if err != nil {
+			warn("no workspace baseline for the judge's diff", err)
+		} else {
+			c.workspace = base
+		}
+	}
+	hashes, err := rubric.Snapshot(ctx, sb, c.r.ProtectedGlobs())
+	if err != nil {
+		warn("cannot record the protected paths", err)
+		return
+	}
+	c.protected = hashes
+}
+
+func (c *rubricRunner) Release(ctx context.Context, sb providers.Sandbox) {
+	if c.workspace != nil {
+		_ = c.workspace.Remove(ctx, sb)
+	}
+}
+
+func (c *rubricRunner) Evaluate(ctx context.Context, sb providers.Sandbox, in runner.EvalInput) (runner.Evaluation, error) {
+	ev := &rubric.Evaluator{
+		Rubric: c.r, Sandbox: sb, Sink: in.Sink, Checker: c.checker, Judge: c.judge,
+		MaxIterations: c.maxIter, Baseline: c.protected, Workspace: c.workspace,
+	}
+	if c.session != nil {
+		ev.Agent = c.session.agentRecord
+	} else {
+		ev.Agent = func(int) rubric.AgentRecord { return rubric.AgentRecord{Prompt: in.Prompt} }
+	}
 	it := ev.Evaluate(ctx, in.Iteration)
 	out := runner.Evaluation{Iteration: it}
 	for _, item := range it.Items {
@@ -37,3 +89,5 @@ func (c *checksRubric) Evaluate(ctx context.Context, sb providers.Sandbox, in ru
 	}
 	return out, nil
 }
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

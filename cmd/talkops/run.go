@@ -16,6 +16,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
+	"github.com/talkops/talkops/agent/model"
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/internal/version"
@@ -32,22 +33,36 @@ import (
 // runCmd is `talkops run`, the default command. Flags tagged config:"KEY" are a layer of
 // the configuration (flags > TALKOPS_* env > env > project file > user file > defaults).
 type runCmd struct {
-	Sandbox             string `placeholder:"TYPE" config:"sandboxes.default" help:"Sandbox provider: ${providers}. A bare --sandbox uses the configured default. ${cfg_sandboxes_default}"`
-	SandboxID           string `name:"sandbox-id" placeholder:"ID" config:"sandboxes.sandbox_id" help:"Attach to a running sandbox instead of creating one; it is never deleted. ${cfg_sandboxes_sandbox_id}"`
-	SandboxSnapshotName string `name:"sandbox-snapshot-name" placeholder:"NAME" config:"sandboxes.snapshot_name" help:"Snapshot, blueprint or image a new sandbox starts from. ${cfg_sandboxes_snapshot_name}"`
-	SandboxSetup        string `name:"sandbox-setup" placeholder:"PATH" config:"sandboxes.setup_script_path" help:"Script run with bash inside the sandbox after the workspace sync; a non-zero exit aborts the run (exit 3). ${cfg_sandboxes_setup_script_path}"`
-	NoSync              bool   `name:"no-sync" config:"sandboxes.sync_workspace" help:"Do not upload the project into the sandbox. (env TALKOPS_SANDBOX_SYNC_WORKSPACE=false, SANDBOX_SYNC_WORKSPACE=false; config [sandboxes] sync_workspace = false)"`
-	Rubric              string `placeholder:"FILE.toml" help:"Rubric whose checks decide the verdict (a TOML file with [[check]] entries)."`
-	Quiet               bool   `short:"q" help:"Print only the verdict line on stdout; no progress on stderr."`
-	OutputFormat        string `name:"output-format" placeholder:"FORMAT" config:"run.output_format" help:"text, json (one object at the end) or stream-json (one event per line). ${cfg_run_output_format}"`
-	JSON                bool   `name:"json" help:"Alias for --output-format json."`
-	Timeout             string `placeholder:"DURATION" config:"run.timeout" help:"Budget for everything before teardown, e.g. 20m; running out exits 124. ${cfg_run_timeout}"`
-	ReportDir           string `name:"report-dir" placeholder:"DIR" config:"run.report_dir" help:"Where result.json and reports are written. ${cfg_run_report_dir}"`
-	LogLevel            string `name:"log-level" placeholder:"LEVEL" config:"run.log_level" help:"debug, info, warn or error. ${cfg_run_log_level}"`
-	Advisory            bool   `help:"Exit 0 instead of 3 (error) or 124 (budget): infrastructure trouble does not fail the job."`
+	Prompt              string   `short:"p" placeholder:"TEXT" help:"The task for the agent. Also -n, a positional argument, --prompt-file, or piped stdin (prepended)."`
+	NonInteractive      string   `short:"n" name:"non-interactive" placeholder:"TEXT" help:"Alias for --prompt (as in ops -n)."`
+	PromptFile          string   `name:"prompt-file" placeholder:"PATH" help:"Read the prompt from a file (- for stdin)."`
+	Words               []string `arg:"" optional:"" name:"prompt" help:"The prompt, as words."`
+	Model               string   `placeholder:"PROVIDER:NAME" config:"model.name" help:"Model, e.g. anthropic:claude-sonnet-4-5 or openai:gpt-4.1; unset follows the API key present (ANTHROPIC_API_KEY, OPENAI_API_KEY). ${cfg_model_name}"`
+	BaseURL             string   `name:"base-url" placeholder:"URL" config:"model.base_url" help:"API base URL for OpenAI-compatible servers (Ollama, vLLM, LiteLLM, OpenRouter, Azure OpenAI). ${cfg_model_base_url}"`
+	Yes                 bool     `short:"y" help:"Approve every tool call (deny patterns still apply). (config [approval] mode = \"yes\"; env TALKOPS_APPROVAL_MODE=yes)"`
+	Smart               bool     `help:"Approve tool calls by policy: read-only tools, and shell commands that pass the allow/deny patterns and the built-in deny list. (config [approval] mode = \"smart\")"`
+	MaxTurns            string   `name:"max-turns" placeholder:"N" config:"agent.max_turns" help:"Model turns before the agent must answer; running out exits 124. ${cfg_agent_max_turns}"`
+	MaxCostUSD          string   `name:"max-cost-usd" placeholder:"USD" config:"agent.max_cost_usd" help:"Model spend before the agent must answer (0 = no limit); running out exits 124. ${cfg_agent_max_cost_usd}"`
+	Sandbox             string   `placeholder:"TYPE" config:"sandboxes.default" help:"Sandbox provider: ${providers}. A bare --sandbox uses the configured default. ${cfg_sandboxes_default}"`
+	SandboxID           string   `name:"sandbox-id" placeholder:"ID" config:"sandboxes.sandbox_id" help:"Attach to a running sandbox instead of creating one; it is never deleted. ${cfg_sandboxes_sandbox_id}"`
+	SandboxSnapshotName string   `name:"sandbox-snapshot-name" placeholder:"NAME" config:"sandboxes.snapshot_name" help:"Snapshot, blueprint or image a new sandbox starts from. ${cfg_sandboxes_snapshot_name}"`
+	SandboxSetup        string   `name:"sandbox-setup" placeholder:"PATH" config:"sandboxes.setup_script_path" help:"Script run with bash inside the sandbox after the workspace sync; a non-zero exit aborts the run (exit 3). ${cfg_sandboxes_setup_script_path}"`
+	NoSync              bool     `name:"no-sync" config:"sandboxes.sync_workspace" help:"Do not upload the project into the sandbox. (env TALKOPS_SANDBOX_SYNC_WORKSPACE=false, SANDBOX_SYNC_WORKSPACE=false; config [sandboxes] sync_workspace = false)"`
+	Rubric              string   `placeholder:"RUBRIC" help:"Acceptance criteria: free text (one criterion per line or bullet), @FILE, or a FILE.toml with [[check]] and [[criterion]] entries."`
+	RubricModel         string   `name:"rubric-model" placeholder:"PROVIDER:NAME" config:"rubric.model" help:"Judge model for criteria; prefer another model family than the agent's. ${cfg_rubric_model}"`
+	RubricMaxIterations string   `name:"rubric-max-iterations" placeholder:"N" config:"rubric.max_iterations" help:"Agent passes the revision loop allows. ${cfg_rubric_max_iterations}"`
+	RubricVotes         string   `name:"rubric-votes" placeholder:"N" config:"rubric.votes" help:"Judge calls per criterion (odd); the majority decides. ${cfg_rubric_votes}"`
+	Quiet               bool     `short:"q" help:"Print only the agent's final answer (or, without an agent, the verdict line) on stdout; nothing on stderr but errors."`
+	OutputFormat        string   `name:"output-format" placeholder:"FORMAT" config:"run.output_format" help:"text, json (one object at the end) or stream-json (one event per line). ${cfg_run_output_format}"`
+	JSON                bool     `name:"json" help:"Alias for --output-format json."`
+	Timeout             string   `placeholder:"DURATION" config:"run.timeout" help:"Budget for everything before teardown, e.g. 20m; running out exits 124. ${cfg_run_timeout}"`
+	ReportDir           string   `name:"report-dir" placeholder:"DIR" config:"run.report_dir" help:"Where result.json and reports are written. ${cfg_run_report_dir}"`
+	LogLevel            string   `name:"log-level" placeholder:"LEVEL" config:"run.log_level" help:"debug, info, warn or error. ${cfg_run_log_level}"`
+	Advisory            bool     `help:"Exit 0 instead of 3 (error) or 124 (budget): infrastructure trouble does not fail the job."`
 
 	flagsSet map[string]*kong.Flag
-	report   report.Options // set by plan
+	report   report.Options // set by Run and plan
+	session  *session       // the agent, when there is a prompt
 }
 
 // configFlags turns the flags the user gave into the top configuration layer.
@@ -71,6 +86,14 @@ func (c *runCmd) configFlags() (vals, names map[string]string, err error) {
 		default:
 			vals[key] = f.Value.Target.String()
 		}
+	}
+	switch {
+	case c.Yes && c.Smart:
+		return nil, nil, usagef("-y/--yes and --smart contradict each other: pick one approval mode")
+	case c.Yes:
+		vals["approval.mode"], names["approval.mode"] = "yes", "--yes"
+	case c.Smart:
+		vals["approval.mode"], names["approval.mode"] = "smart", "--smart"
 	}
 	if c.JSON {
 		if v, ok := vals["run.output_format"]; ok && v != output.FormatJSON {
@@ -98,14 +121,9 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	runID := newRunID()
 	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
+	secrets := report.SecretsFromEnv(a.getenv)
+	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets}
 
-	plan, err := c.plan(ctx, a, cfg, runID)
-	if err != nil {
-		return err
-	}
-	if err := report.MaskSecrets(c.report); err != nil {
-		log.Warn().Err(err).Msg("could not mask secrets in the job log")
-	}
 	sinks := []events.Sink{}
 	format := cfg.Run.OutputFormat
 	inActions := a.getenv("GITHUB_ACTIONS") == "true"
@@ -123,7 +141,16 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 		}
 		sinks = append(sinks, progress)
 	}
-	plan.Sink = events.Multi(sinks...)
+	sink := events.Multi(sinks...)
+
+	plan, err := c.plan(ctx, a, cfg, runID, sink)
+	if err != nil {
+		return err
+	}
+	if err := report.MaskSecrets(c.report); err != nil {
+		log.Warn().Err(err).Msg("could not mask secrets in the job log")
+	}
+	plan.Sink = sink
 	plan.Force = forceFrom(ctx)
 
 	res := runner.Run(ctx, plan)
@@ -155,7 +182,7 @@ func quietLine(r *result.Result) string {
 
 // plan validates the inputs and builds the runner's options. Everything here happens
 // before provisioning, so every failure is a usage error and nothing leaks.
-func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID string) (runner.Options, error) {
+func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID string, sink events.Sink) (runner.Options, error) {
 	v := version.Get()
 	opts := runner.Options{
 		RunID:        runID,
@@ -169,16 +196,66 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 		Advisory:     c.Advisory,
 		CI:           report.CI(a.getenv),
 	}
-	if c.Rubric == "" {
-		return opts, usagef("nothing to do: give a rubric with --rubric FILE.toml")
-	}
-	rb, err := rubric.Parse(c.Rubric, a.workDir)
+	prompt, err := resolvePrompt(promptInput{
+		flag: cmpOr(c.Prompt, c.NonInteractive), positional: c.Words, file: c.PromptFile,
+		readFile: os.ReadFile, stdin: a.stdin,
+	})
 	if err != nil {
 		return opts, err
 	}
-	redactor := hygiene.NewRedactor(report.SecretsFromEnv(a.getenv)...)
-	opts.Rubric = &checksRubric{r: rb, maxIter: 1, checker: rubric.Checker{Redact: redactor.Redact}}
+	if c.Prompt != "" && c.NonInteractive != "" {
+		return opts, usagef("give the prompt once: -p/--prompt or -n")
+	}
+	opts.Prompt = prompt
+	if prompt == "" && c.Rubric == "" {
+		return opts, usagef("nothing to do: give a prompt (-p \"...\") for the agent, a rubric (--rubric) to check, or both")
+	}
+	redactor := hygiene.NewRedactor(c.report.Secrets...)
+
+	// The agent's model is built first: the judge defaults to it.
+	var agentModel model.Model
+	agentSpec := cfg.Model.Name
+	if prompt != "" {
+		m, err := newModel(agentSpec, cfg.Model.BaseURL, a.getenv)
+		if err != nil {
+			return opts, err
+		}
+		agentModel, agentSpec = m, modelName(agentSpec, m)
+	}
+	var rr *rubricRunner
+	if c.Rubric != "" {
+		rb, err := rubric.Parse(rubricSpec(c.Rubric, a.workDir), cfg.ProjectDir)
+		if err != nil {
+			return opts, err
+		}
+		rr = &rubricRunner{r: rb, checker: rubric.Checker{Redact: redactor.Redact}, sink: sink,
+			maxIter: int(cfg.Rubric.MaxIterations)}
+		if len(rb.Criteria) > 0 {
+			j, err := c.newJudge(cfg, rb, agentModel, agentSpec, a.getenv, redactor.Redact, sink)
+			if err != nil {
+				return opts, err
+			}
+			rr.judge = j
+		}
+		opts.Rubric = rr
+	}
 	opts.MaxIterations = 1
+	if prompt != "" {
+		s := &session{prompt: prompt}
+		s.opts = agentOptions(cfg, agentModel, agentSpec, "", c.report.Secrets, redactor, sink)
+		if err := applyCostDefault(cfg, agentModel, agentSpec, &s.opts, sink); err != nil {
+			return opts, err
+		}
+		if err := validateAgent(s.opts); err != nil {
+			return opts, err
+		}
+		opts.NewAgent = s.newAgent
+		if rr != nil {
+			rr.session = s
+			opts.MaxIterations = int(cfg.Rubric.MaxIterations)
+		}
+		c.session = s
+	}
 
 	make, ok := providerMakers[cfg.Sandbox.Provider]
 	if !ok || !slices.Contains(providerNamesFor(a.getenv), cfg.Sandbox.Provider) {
@@ -209,6 +286,7 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 		RunID:      runID,
 		ProjectDir: cfg.ProjectDir,
 		Snapshot:   snapshot,
+		WorkDir:    workingDir(cfg, cfg.Sandbox.Provider),
 		TTL:        ttl,
 		Labels: map[string]string{
 			providers.LabelRunID:     runID,
@@ -248,9 +326,14 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 		return opts, usagef("--report-dir %s: %v", reportDir, err)
 	}
 	opts.ReportDir = reportDir
-	c.report = report.Options{
-		Dir: reportDir, Getenv: a.getenv, Stdout: a.stdout,
-		ResultPath: filepath.Join(reportDir, "result.json"),
+	c.report.Dir, c.report.ResultPath = reportDir, filepath.Join(reportDir, "result.json")
+	if c.session != nil {
+		c.session.opts.ReportDir = reportDir
+	}
+	if rr, ok := opts.Rubric.(*rubricRunner); ok {
+		if rel, err := filepath.Rel(cfg.ProjectDir, reportDir); err == nil && filepath.IsLocal(rel) {
+			rr.exclude = append(rr.exclude, filepath.ToSlash(rel))
+		}
 	}
 	for _, p := range report.Detect(c.report) {
 		opts.Publishers = append(opts.Publishers, p)
