@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,8 +189,9 @@ func TestAgentOutcomes(t *testing.T) {
 	}
 }
 
-// TestRubricJudgeEndToEnd runs the agent and the judge on one scripted model server: a
-// free-text criterion passes; fails, is revised and passes; or never passes.
+// TestRubricJudgeEndToEnd runs a real talkops process whose agent and judge talk to one
+// scripted model server: a free-text criterion passes (exit 0); fails, is revised and
+// passes (0); never passes (1); or the judge answers outside its schema (3).
 func TestRubricJudgeEndToEnd(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -214,11 +216,10 @@ func TestRubricJudgeEndToEnd(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			judgeCalls := 0
+			var judgeCalls atomic.Int32
 			srv := modeltest.NewServerFunc(func(c modeltest.Call) modeltest.Step {
 				if isJudge(c) {
-					judgeCalls++
-					return tc.judge(c, judgeCalls)
+					return tc.judge(c, int(judgeCalls.Add(1)))
 				}
 				last := c.Request.Messages[len(c.Request.Messages)-1]
 				if len(last.ToolResults) > 0 {
@@ -231,9 +232,9 @@ func TestRubricJudgeEndToEnd(t *testing.T) {
 			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey})
 			args := append([]string{"-p", "write hello.txt", "-y", "--model", "anthropic:claude-test", "--base-url", srv.URL,
 				"--rubric", "hello.txt exists and contains hi"}, tc.args...)
-			got := runIn(t, dir, env, args...)
-			if got.code != tc.want {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", got.code, tc.want, got.stdout, got.stderr)
+			cmd, out := startTalkops(t, dir, env, args...)
+			if code := waitExit(t, cmd, 60*time.Second); code != tc.want {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.want, out)
 			}
 			r := readResult(t, dir)
 			if r.Rubric == nil || len(r.Rubric.Iterations) != tc.iterations {
