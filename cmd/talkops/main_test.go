@@ -306,3 +306,21 @@ func TestBareSandboxFlag(t *testing.T) {
 		}
 	}
 }
+
+// In GitHub Actions, the final text is untrusted: workflow commands inside it are inert.
+func TestActionsOutputIsInert(t *testing.T) {
+	t.Parallel()
+	rubric := "[[check]]\nid = \"evil\"\ntitle = \"::error::pwned\"\nrun = \"false\"\n"
+	dir := project(t, map[string]string{"r.toml": rubric})
+	env := testEnv(t, map[string]string{"GITHUB_ACTIONS": "true"})
+	got := runIn(t, dir, env, "--rubric", "r.toml")
+	start := strings.Index(got.stdout, "::stop-commands::")
+	if start < 0 {
+		t.Fatalf("no ::stop-commands:: before the summary:\n%s", got.stdout)
+	}
+	token := strings.TrimSpace(strings.SplitN(got.stdout[start+len("::stop-commands::"):], "\n", 2)[0])
+	end := strings.LastIndex(got.stdout, "::"+token+"::")
+	if end < 0 || !strings.Contains(got.stdout[start:end], "::error::pwned") {
+		t.Errorf("the check title is not inside the stop-commands block:\n%s", got.stdout)
+	}
+}

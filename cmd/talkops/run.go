@@ -155,6 +155,12 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 
 	res := runner.Run(ctx, plan)
 
+	if inActions && format == output.FormatText {
+		// The answer and the reasons are untrusted text: GitHub must not run workflow
+		// commands hidden in them.
+		resume := stopCommands(a.stdout)
+		defer resume()
+	}
 	switch {
 	case c.Quiet:
 		fmt.Fprintln(a.stdout, quietLine(res))
@@ -340,6 +346,16 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 	}
 	opts.Ledger = newLedger(cfg.Sandbox.Provider, a.getenv, cfg.ProjectDir)
 	return opts, nil
+}
+
+// stopCommands turns off GitHub's workflow-command processing on w until the returned
+// func is called.
+func stopCommands(w io.Writer) func() {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := "talkops-" + hex.EncodeToString(b[:])
+	fmt.Fprintf(w, "::stop-commands::%s\n", token)
+	return func() { fmt.Fprintf(w, "::%s::\n", token) }
 }
 
 // withoutOutputLines drops command output from a sink (another sink already shows it).
