@@ -5,8 +5,9 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/talkops/talkops/internal/version.version=$(VERSION) -X github.com/talkops/talkops/internal/version.commit=$(COMMIT)
 GOLANGCI  ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+GORELEASER ?= github.com/goreleaser/goreleaser/v2@v2.16.0
 
-.PHONY: build install test test-race lint fmt vet tidy bench pr
+.PHONY: build install test test-race test-faults lint fmt vet tidy bench pr docker docker-ci release-snapshot actionlint
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/talkops ./cmd/talkops
@@ -32,6 +33,23 @@ lint: vet
 
 tidy:
 	$(GO) mod tidy
+
+test-faults:
+	$(GO) test -count=1 -v -run 'Matrix|Canary|Load' ./faulttest/
+
+docker:
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t talkops:$(VERSION) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg RUN_AS=talkops -t talkops:$(VERSION)-nonroot .
+
+docker-ci:
+	bash .ci/image.sh
+
+release-snapshot:
+	$(GO) run $(GORELEASER) release --snapshot --clean --skip=docker,publish
+
+actionlint:
+	$(GO) tool actionlint .github/workflows/*.yml examples/github/*.yml
+	shellcheck .ci/run .ci/*.sh .github/action/*.sh
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem $(PKGS)
