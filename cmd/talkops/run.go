@@ -191,85 +191,102 @@ func quietLine(r *result.Result) string {
 func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID string, sink events.Sink) (runner.Options, error) {
 	v := version.Get()
 	opts := runner.Options{
-		RunID:        runID,
-		Version:      v.Version,
-		Commit:       v.Commit,
-		ProjectDir:   cfg.ProjectDir,
-		ProviderName: cfg.Sandbox.Provider,
-		AttachID:     cfg.Sandbox.ID,
-		Timeout:      cfg.Run.Timeout,
-		Config:       cfg.Values(),
-		Advisory:     c.Advisory,
-		CI:           report.CI(a.getenv),
+		RunID:         runID,
+		Version:       v.Version,
+		Commit:        v.Commit,
+		ProjectDir:    cfg.ProjectDir,
+		ProviderName:  cfg.Sandbox.Provider,
+		AttachID:      cfg.Sandbox.ID,
+		Timeout:       cfg.Run.Timeout,
+		Config:        cfg.Values(),
+		Advisory:      c.Advisory,
+		CI:            report.CI(a.getenv),
+		MaxIterations: 1,
+	}
+	for _, step := range []func(*app, *config.Config, *runner.Options, events.Sink) error{
+		c.planWork, c.planSandbox, c.planReports,
+	} {
+		if err := step(a, cfg, &opts, sink); err != nil {
+			return opts, err
+		}
+	}
+	opts.Ledger = newLedger(cfg.Sandbox.Provider, a.getenv, cfg.ProjectDir)
+	return opts, nil
+}
+
+// planWork resolves what the run is for: the prompt and its agent, the rubric and its
+// judge. The agent's model is built first, because the judge defaults to it.
+func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink events.Sink) error {
+	if c.Prompt != "" && c.NonInteractive != "" {
+		return usagef("give the prompt once: -p/--prompt or -n")
 	}
 	prompt, err := resolvePrompt(promptInput{
 		flag: cmpOr(c.Prompt, c.NonInteractive), positional: c.Words, file: c.PromptFile,
 		readFile: os.ReadFile, stdin: a.stdin,
 	})
 	if err != nil {
-		return opts, err
+		return err
 	}
-	if c.Prompt != "" && c.NonInteractive != "" {
-		return opts, usagef("give the prompt once: -p/--prompt or -n")
+	if prompt == "" && c.Rubric == "" {
+		return usagef("nothing to do: give a prompt (-p \"...\") for the agent, a rubric (--rubric) to check, or both")
 	}
 	opts.Prompt = prompt
-	if prompt == "" && c.Rubric == "" {
-		return opts, usagef("nothing to do: give a prompt (-p \"...\") for the agent, a rubric (--rubric) to check, or both")
-	}
 	redactor := hygiene.NewRedactor(c.report.Secrets...)
 
-	// The agent's model is built first: the judge defaults to it.
 	var agentModel model.Model
 	agentSpec := cfg.Model.Name
 	if prompt != "" {
-		m, err := newModel(agentSpec, cfg.Model.BaseURL, a.getenv)
-		if err != nil {
-			return opts, err
+		if agentModel, err = newModel(agentSpec, cfg.Model.BaseURL, a.getenv); err != nil {
+			return err
 		}
-		agentModel, agentSpec = m, modelName(agentSpec, m)
+		agentSpec = modelName(agentSpec, agentModel)
 	}
 	var rr *rubricRunner
 	if c.Rubric != "" {
 		rb, err := rubric.Parse(rubricSpec(c.Rubric, a.workDir), cfg.ProjectDir)
 		if err != nil {
-			return opts, err
+			return err
 		}
 		rr = &rubricRunner{r: rb, checker: rubric.Checker{Redact: redactor.Redact}, sink: sink,
 			maxIter: int(cfg.Rubric.MaxIterations)}
 		if len(rb.Criteria) > 0 {
-			j, err := c.newJudge(cfg, rb, agentModel, agentSpec, a.getenv, redactor.Redact, sink)
-			if err != nil {
-				return opts, err
+			if rr.judge, err = c.newJudge(cfg, rb, agentModel, agentSpec, a.getenv, redactor.Redact, sink); err != nil {
+				return err
 			}
-			rr.judge = j
 		}
 		opts.Rubric = rr
 	}
-	opts.MaxIterations = 1
-	if prompt != "" {
-		s := &session{prompt: prompt}
-		s.opts = agentOptions(cfg, agentModel, agentSpec, "", c.report.Secrets, redactor, sink)
-		if err := applyCostDefault(cfg, agentModel, agentSpec, &s.opts, sink); err != nil {
-			return opts, err
-		}
-		if err := validateAgent(s.opts); err != nil {
-			return opts, err
-		}
-		opts.NewAgent = s.newAgent
-		if rr != nil {
-			rr.session = s
-			opts.MaxIterations = int(cfg.Rubric.MaxIterations)
-		}
-		c.session = s
+	if prompt == "" {
+		return nil
 	}
+	s := &session{prompt: prompt}
+	s.opts = agentOptions(cfg, agentModel, agentSpec, "", c.report.Secrets, redactor, sink)
+	if err := applyCostDefault(cfg, agentModel, agentSpec, &s.opts, sink); err != nil {
+		return err
+	}
+	if err := validateAgent(s.opts); err != nil {
+		return err
+	}
+	opts.NewAgent = s.newAgent
+	if rr != nil {
+		rr.session = s
+		opts.MaxIterations = int(cfg.Rubric.MaxIterations)
+	}
+	c.session = s
+	return nil
+}
 
-	make, ok := providerMakers[cfg.Sandbox.Provider]
-	if !ok || !slices.Contains(providerNamesFor(a.getenv), cfg.Sandbox.Provider) {
-		return opts, usagef("unknown sandbox provider %q (valid: %v)", cfg.Sandbox.Provider, providerNames())
+// planSandbox builds the provider and checks that the sandbox flags make sense for it,
+// then the spec, the setup script and the workspace sync.
+func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
+	name := cfg.Sandbox.Provider
+	newProvider, ok := providerMakers[name]
+	if !ok || !slices.Contains(providerNamesFor(a.getenv), name) {
+		return usagef("unknown sandbox provider %q (valid: %v)", name, providerNames())
 	}
-	prov, caps, err := make(cfg, a.getenv)
+	prov, caps, err := newProvider(cfg, a.getenv)
 	if err != nil {
-		return opts, err
+		return err
 	}
 	opts.Provider = prov
 	snapshot := cfg.Sandbox.Snapshot
@@ -277,18 +294,33 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
 	}
 	if snapshot != "" && !caps.snapshot {
-		return opts, usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
-			cfg.Sandbox.Provider, cfg.Source("sandboxes.snapshot_name"))
+		return usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
+			name, cfg.Source("sandboxes.snapshot_name"))
 	}
 	if opts.AttachID != "" && !caps.attach {
-		return opts, usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
-			cfg.Sandbox.Provider, cfg.Source("sandboxes.sandbox_id"))
+		return usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
+			name, cfg.Source("sandboxes.sandbox_id"))
 	}
+	opts.Spec = sandboxSpec(opts.RunID, cfg, snapshot)
+	if cfg.Sandbox.SetupScript != "" {
+		if opts.SetupScript, err = runner.LoadSetupScript(cfg.Sandbox.SetupScript); err != nil {
+			return err
+		}
+	}
+	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
+		opts.Sync = syncer(cfg)
+	}
+	return nil
+}
+
+// sandboxSpec labels the sandbox with the run id and an expiry, and gives providers that
+// support one a server-side lifetime: the run's timeout plus half an hour.
+func sandboxSpec(runID string, cfg *config.Config, snapshot string) providers.Spec {
 	ttl := cfg.Run.Timeout + 30*time.Minute
 	if cfg.Run.Timeout == 0 {
 		ttl = 24 * time.Hour
 	}
-	opts.Spec = providers.Spec{
+	return providers.Spec{
 		RunID:      runID,
 		ProjectDir: cfg.ProjectDir,
 		Snapshot:   snapshot,
@@ -300,36 +332,35 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 			providers.LabelExpiresAt: time.Now().Add(ttl).UTC().Format(time.RFC3339),
 		},
 	}
-	if cfg.Sandbox.SetupScript != "" {
-		s, err := runner.LoadSetupScript(cfg.Sandbox.SetupScript)
-		if err != nil {
-			return opts, err
-		}
-		opts.SetupScript = s
-	}
-	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
-		syncOpts := workspace.Options{
-			Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize,
-		}
-		root := cfg.ProjectDir
-		opts.Sync = func(ctx context.Context, sb providers.Sandbox, sink events.Sink) (*result.Sync, error) {
-			o := syncOpts
-			o.Progress = func(s workspace.Stats) {
-				sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: runner.StageSync,
-					Message: fmt.Sprintf("%d files, %s", s.Files, humanBytes(s.BytesSent)),
-					Data:    map[string]any{"files": s.Files, "bytes": s.Bytes, "bytes_sent": s.BytesSent}})
-			}
-			stats, err := workspace.Sync(ctx, sb, root, "", o)
-			return stats.Result(), err
-		}
-	}
+}
 
+// syncer uploads the project with the sync engine, reporting progress as events.
+func syncer(cfg *config.Config) runner.Syncer {
+	syncOpts := workspace.Options{
+		Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize,
+	}
+	root := cfg.ProjectDir
+	return func(ctx context.Context, sb providers.Sandbox, sink events.Sink) (*result.Sync, error) {
+		o := syncOpts
+		o.Progress = func(s workspace.Stats) {
+			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: runner.StageSync,
+				Message: fmt.Sprintf("%d files, %s", s.Files, humanBytes(s.BytesSent)),
+				Data:    map[string]any{"files": s.Files, "bytes": s.Bytes, "bytes_sent": s.BytesSent}})
+		}
+		stats, err := workspace.Sync(ctx, sb, root, "", o)
+		return stats.Result(), err
+	}
+}
+
+// planReports creates the report directory (a failure is a usage error: nothing has been
+// provisioned yet) and picks the publishers for this environment.
+func (c *runCmd) planReports(_ *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
 	reportDir := cfg.Run.ReportDir
 	if cfg.Source("run.report_dir") == "default" {
-		reportDir = filepath.Join(reportDir, runID) // one directory per run
+		reportDir = filepath.Join(reportDir, opts.RunID) // one directory per run
 	}
 	if err := os.MkdirAll(reportDir, 0o755); err != nil {
-		return opts, usagef("--report-dir %s: %v", reportDir, err)
+		return usagef("--report-dir %s: %v", reportDir, err)
 	}
 	opts.ReportDir = reportDir
 	c.report.Dir, c.report.ResultPath = reportDir, filepath.Join(reportDir, "result.json")
@@ -337,6 +368,7 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 		c.session.opts.ReportDir = reportDir
 	}
 	if rr, ok := opts.Rubric.(*rubricRunner); ok {
+		// The judge's diff must not show talkops's own reports.
 		if rel, err := filepath.Rel(cfg.ProjectDir, reportDir); err == nil && filepath.IsLocal(rel) {
 			rr.exclude = append(rr.exclude, filepath.ToSlash(rel))
 		}
@@ -344,8 +376,7 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 	for _, p := range report.Detect(c.report) {
 		opts.Publishers = append(opts.Publishers, p)
 	}
-	opts.Ledger = newLedger(cfg.Sandbox.Provider, a.getenv, cfg.ProjectDir)
-	return opts, nil
+	return nil
 }
 
 // stopCommands turns off GitHub's workflow-command processing on w until the returned
