@@ -1,6 +1,7 @@
 // Package fakekit holds what the remote providers' fake servers share: fault injection by
-// endpoint and call number, a call log, and real command execution on the host in a
-// process group that a timeout, a kill or a sandbox delete can stop as a whole.
+// endpoint and call number, a call log, sandbox bookkeeping for a ledger, and real command
+// execution on the host in a process group that a timeout, a kill or a sandbox delete can
+// stop as a whole.
 //
 // The fakes are test doubles of the services, not of the commands: a command sent to a
 // fake runs for real with /bin/sh, so exit codes, output and files are real.
@@ -11,8 +12,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -30,6 +33,46 @@ type Fault struct {
 	Body string
 	// Header is added to the response.
 	Header map[string]string
+}
+
+// SetHeaders adds the fault's Header, and its Retry-After when set, to h.
+func (f Fault) SetHeaders(h http.Header) {
+	for k, v := range f.Header {
+		h.Set(k, v)
+	}
+	if f.RetryAfter != "" {
+		h.Set("Retry-After", f.RetryAfter)
+	}
+}
+
+// Write answers with the fault: its headers, then its Body as JSON with its Status, or,
+// when it has no Body, what errorBody writes for the Status (the fake's own error shape).
+func (f Fault) Write(w http.ResponseWriter, errorBody func(w http.ResponseWriter, status int)) {
+	f.SetHeaders(w.Header())
+	if f.Body == "" {
+		errorBody(w, f.Status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(f.Status)
+	_, _ = io.WriteString(w, f.Body)
+}
+
+// Answer counts a call of endpoint and, when a fault is injected for it, answers with
+// the fault (see Fault.Write) and returns true.
+func (fs *Faults) Answer(w http.ResponseWriter, endpoint string, errorBody func(w http.ResponseWriter, status int)) bool {
+	f, ok := fs.Hit(endpoint)
+	if ok {
+		f.Write(w, errorBody)
+	}
+	return ok
+}
+
+// WriteJSON answers with status and v encoded as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // Faults injects failures into named endpoints ("create", "exec", "delete", ...). It is

@@ -2,12 +2,17 @@ package fakekit
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestFaults(t *testing.T) {
@@ -92,5 +97,101 @@ func TestKillAllReachesOtherProcessGroups(t *testing.T) {
 	}
 	if o := p.Run(t.Context(), Command{Path: "/bin/true"}); o.StartErr == nil {
 		t.Error("Run after KillAll started a command")
+	}
+}
+
+func TestFaultAnswer(t *testing.T) {
+	errorBody := func(w http.ResponseWriter, status int) {
+		WriteJSON(w, status, map[string]string{"own": http.StatusText(status)})
+	}
+	for _, tc := range []struct {
+		name       string
+		fault      Fault
+		wantStatus int
+		wantBody   string
+		wantHeader http.Header
+	}{
+		{"OwnBody", Fault{Status: 503}, 503, `{"own":"Service Unavailable"}` + "\n", http.Header{"Content-Type": {"application/json"}}},
+		{"GivenBody", Fault{Status: 429, RetryAfter: "0", Body: `{"x":1}`, Header: map[string]string{"X-Limit": "5"}}, 429, `{"x":1}`,
+			http.Header{"Content-Type": {"application/json"}, "Retry-After": {"0"}, "X-Limit": {"5"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fs Faults
+			if rec := httptest.NewRecorder(); fs.Answer(rec, "create", errorBody) {
+				t.Fatalf("Answer without a fault answered %d", rec.Code)
+			}
+			fs.Inject("create", 2, tc.fault)
+			rec := httptest.NewRecorder()
+			if !fs.Answer(rec, "create", errorBody) {
+				t.Fatal("Answer(second call) = false, want the injected fault")
+			}
+			if rec.Code != tc.wantStatus || rec.Body.String() != tc.wantBody {
+				t.Errorf("answer = %d %q, want %d %q", rec.Code, rec.Body, tc.wantStatus, tc.wantBody)
+			}
+			if diff := cmp.Diff(tc.wantHeader, rec.Header()); diff != "" {
+				t.Errorf("headers mismatch (-want +got):\n%s", diff)
+			}
+			if n := fs.Calls("create"); n != 2 {
+				t.Errorf("Calls(create) = %d, want 2", n)
+			}
+		})
+	}
+}
+
+func TestLogHandler(t *testing.T) {
+	var l Log
+	srv := httptest.NewServer(l.Handler(func(w http.ResponseWriter, r *http.Request) string {
+		switch r.URL.Path {
+		case "/echo":
+			b, _ := io.ReadAll(r.Body)
+			WriteJSON(w, http.StatusCreated, string(b))
+			return "echo"
+		case "/silent":
+			return "silent"
+		}
+		w.WriteHeader(http.StatusNotFound)
+		w.WriteHeader(http.StatusTeapot) // superfluous: the client saw the 404
+		return "unknown"
+	}))
+	defer srv.Close()
+	for _, p := range []string{"/echo", "/silent", "/nope"} {
+		resp, err := http.Post(srv.URL+p, "text/plain", strings.NewReader("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []Call{
+		{Endpoint: "echo", Method: "POST", Path: "/echo", Status: 201, RequestBytes: 5, ResponseBytes: int64(len(`"hello"` + "\n"))},
+		{Endpoint: "silent", Method: "POST", Path: "/silent", Status: 200},
+		{Endpoint: "unknown", Method: "POST", Path: "/nope", Status: 404},
+	}
+	if diff := cmp.Diff(want, l.Calls()); diff != "" {
+		t.Errorf("Calls() mismatch (-want +got):\n%s", diff)
+	}
+	if n := l.Count("echo"); n != 1 {
+		t.Errorf("Count(echo) = %d, want 1", n)
+	}
+}
+
+func TestBoxes(t *testing.T) {
+	var bs Boxes[string]
+	bs.Add("a", "box a")
+	bs.Add("b", "box b")
+	bs.Add("c", "box c")
+	if !bs.Delete("b") || bs.Delete("b") || bs.Delete("x") {
+		t.Error("Delete(b) twice and Delete(x) = not once true, want true, false, false")
+	}
+	if b, ok := bs.Get("a"); !ok || b != "box a" {
+		t.Errorf("Get(a) = %q, %v", b, ok)
+	}
+	if _, ok := bs.Get("b"); ok {
+		t.Error("Get(deleted) found it")
+	}
+	if diff := cmp.Diff([]string{"box a", "box c"}, bs.Live()); diff != "" {
+		t.Errorf("Live() mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Ledger{Created: 3, Deleted: 1, Alive: []string{"a", "c"}}, bs.Ledger()); diff != "" {
+		t.Errorf("Ledger() mismatch (-want +got):\n%s", diff)
 	}
 }
