@@ -213,7 +213,7 @@ func New(opts Options) (*Agent, error) {
 	}
 	policy, err := opts.Approval.compile()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if opts.MaxTurns == 0 {
 		opts.MaxTurns = DefaultMaxTurns

@@ -56,7 +56,7 @@ func Validate(data []byte) error {
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("%w: not JSON: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: not JSON: %w", ErrInvalid, err)
 	}
 	if obj, ok := inst.(map[string]any); ok {
 		if v, ok := obj["schema"].(string); ok && v != Schema {
@@ -69,7 +69,7 @@ func Validate(data []byte) error {
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return fmt.Errorf("%w: %s", ErrInvalid, describe(ve))
 }
@@ -112,7 +112,7 @@ func Decode(data []byte) (*Result, error) {
 	}
 	var r Result
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return &r, nil
 }

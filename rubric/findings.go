@@ -157,7 +157,7 @@ var lineRefs = regexp.MustCompile(`(?i)\b(?:line|ln)\s*\d+(?:\s*[-:,]\s*\d+)*|:\
 func Fingerprint(rubricName, itemID, rule, path, message string) string {
 	h := sha256.New()
 	for _, s := range []string{rubricName, itemID, rule, path, normalizeSpace(lineRefs.ReplaceAllString(message, ""))} {
-		io.WriteString(h, s)
+		_, _ = io.WriteString(h, s) // a hash.Hash's Write never returns an error
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -63,7 +63,7 @@ func (w *anthropicWire) params(req Request) (anthropic.MessageNewParams, error) 
 		maxTokens = w.maxTokens
 	}
 	p := anthropic.MessageNewParams{
-		Model:     anthropic.Model(w.model),
+		Model:     w.model,
 		MaxTokens: int64(maxTokens),
 		Messages:  anthropicMessages(req.Messages),
 	}
@@ -239,7 +239,7 @@ func anthropicResponse(msg *anthropic.Message) Response {
 			OutputTokens:     msg.Usage.OutputTokens,
 		},
 		StopReason: stop,
-		Model:      string(msg.Model),
+		Model:      msg.Model,
 		ID:         msg.ID,
 	}
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -306,13 +307,13 @@ func (c *client) redactErr(err error) error {
 	if c.key == "" {
 		return err
 	}
-	switch e := err.(type) {
-	case *APIError:
-		e.Message = strings.ReplaceAll(e.Message, c.key, "***")
-	case *TransportError:
-		if strings.Contains(e.Err.Error(), c.key) {
-			e.Err = fmt.Errorf("%s", strings.ReplaceAll(e.Err.Error(), c.key, "***"))
-		}
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		apiErr.Message = strings.ReplaceAll(apiErr.Message, c.key, "***")
+	}
+	var trErr *TransportError
+	if errors.As(err, &trErr) && trErr.Err != nil && strings.Contains(trErr.Err.Error(), c.key) {
+		trErr.Err = errors.New(strings.ReplaceAll(trErr.Err.Error(), c.key, "***"))
 	}
 	return err
 }

@@ -79,7 +79,7 @@ func (w *openAIWire) params(req Request) (openai.ChatCompletionNewParams, error)
 		maxTokens = w.maxTokens
 	}
 	p := openai.ChatCompletionNewParams{
-		Model:    shared.ChatModel(w.model),
+		Model:    w.model,
 		Messages: openAIMessages(req.System, req.Messages),
 	}
 	if w.completionTokens {

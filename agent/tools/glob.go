@@ -70,7 +70,7 @@ func validGlob(pattern string) error {
 				continue
 			}
 			if _, err := path.Match(seg, ""); err != nil {
-				return fmt.Errorf("pattern %q is malformed: %v", pattern, err)
+				return fmt.Errorf("pattern %q is malformed: %w", pattern, err)
 			}
 		}
 	}

@@ -182,7 +182,7 @@ func decode(input json.RawMessage, v any) error {
 	dec := json.NewDecoder(strings.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("arguments are not valid for this tool: %v", err)
+		return fmt.Errorf("arguments are not valid for this tool: %w", err)
 	}
 	return nil
 }

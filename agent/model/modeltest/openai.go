@@ -91,7 +91,7 @@ func decodeOpenAI(body []byte, c *Call) string {
 			var o struct {
 				Type string `json:"type"`
 			}
-			json.Unmarshal(req.ToolChoice, &o)
+			_ = json.Unmarshal(req.ToolChoice, &o) // neither a string nor an object: no tool choice
 			c.ToolChoice = o.Type
 		}
 	}
@@ -159,6 +159,7 @@ func decodeOpenAI(body []byte, c *Call) string {
 		case "tool":
 			idx := indexOf(pending, m.ToolCallID)
 			if idx < 0 {
+				//nolint:misspell // "preceeding" is the real API's wording, kept so clients see the same message.
 				return fmt.Sprintf("Invalid parameter: messages[%d] with role 'tool' must be a response to a preceeding message with 'tool_calls' (tool_call_id %q).", i, m.ToolCallID)
 			}
 			pending = append(pending[:idx], pending[idx+1:]...)
