@@ -317,7 +317,7 @@ func ensureImage(ctx context.Context, cli *client.Client, ref, policy string) er
 				return nil // keep working offline with the local copy
 			}
 		}
-		return fmt.Errorf("image %s is not on the engine and pulling it failed (%v): %s", ref, err, imageHint(ref))
+		return fmt.Errorf("image %s is not on the engine and pulling it failed (%w): %s", ref, err, imageHint(ref))
 	}
 	return nil
 }
@@ -431,7 +431,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 			ID:        c.ID,
 			RunID:     c.Labels[providers.LabelRunID],
 			CreatedAt: time.Unix(c.Created, 0).UTC(),
-			State:     string(c.State),
+			State:     c.State,
 			Labels:    c.Labels,
 		}
 		if exp, err := time.Parse(time.RFC3339, c.Labels[providers.LabelExpiresAt]); err == nil {

@@ -164,10 +164,12 @@ func (s *Sandbox) exec(ctx context.Context, c providers.Cmd, user string) (provi
 			_ = resp.CloseWrite()
 		}()
 	}
-	copyDone := make(chan error, 1)
+	copyDone := make(chan struct{})
 	go func() { // ends at EOF, i.e. when the command exits or resp is closed
-		_, err := stdcopy.StdCopy(outW, errW, resp.Reader)
-		copyDone <- err
+		defer close(copyDone)
+		// A stream that breaks keeps what was read; the exit code comes from the engine
+		// (exitCode below), and a closed resp is how abort and Close end the copy.
+		_, _ = stdcopy.StdCopy(outW, errW, resp.Reader)
 	}()
 
 	var timeout <-chan time.Time
@@ -355,7 +357,7 @@ func (s *Sandbox) Upload(ctx context.Context, dir string, tgz io.Reader) error {
 			return fmt.Errorf("docker upload %s: %w", dst, err)
 		}
 	}
-	var content io.Reader = tgz
+	content := tgz
 	if s.uid >= 0 {
 		content = chownTar(tgz, s.uid, s.gid)
 	}
