@@ -38,6 +38,11 @@ var ErrUnsafe = errors.New("unsafe archive entry")
 // ErrLimit is wrapped by the error Extract returns when an archive exceeds a limit.
 var ErrLimit = errors.New("archive exceeds limit")
 
+// typeRegA is the pre-POSIX type flag '\x00' for a regular file (tar.TypeRegA, deprecated).
+// Old archives still use it. tar.Reader reports such entries as tar.TypeReg, or tar.TypeDir
+// when the name ends in "/"; the case below keeps accepting them should it ever stop.
+const typeRegA byte = '\x00'
+
 // Default limits of Extractor.
 const (
 	DefaultMaxEntries = 1_000_000
@@ -148,7 +153,7 @@ func (e *extraction) entry(ctx context.Context, hdr *tar.Header, r io.Reader) er
 		return fmt.Errorf("%w: hard links are not extracted", ErrUnsafe)
 	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
 		return fmt.Errorf("%w: device or FIFO entries are not extracted", ErrUnsafe)
-	case tar.TypeReg, tar.TypeRegA, tar.TypeDir, tar.TypeSymlink, tar.TypeGNUSparse:
+	case tar.TypeReg, typeRegA, tar.TypeDir, tar.TypeSymlink, tar.TypeGNUSparse:
 	default:
 		return fmt.Errorf("%w: unsupported entry type %q", ErrUnsafe, hdr.Typeflag)
 	}

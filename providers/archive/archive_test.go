@@ -3,8 +3,10 @@ package archive_test
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -81,7 +83,11 @@ func TestExtract(t *testing.T) {
 	if err := archive.Extract(t.Context(), bytes.NewReader(tgz), dir); err != nil {
 		t.Fatalf("Extract: %v", err)
 	}
-	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "ro"), 0o755) })
+	t.Cleanup(func() { // let t.TempDir remove ro's contents
+		if err := os.Chmod(filepath.Join(dir, "ro"), 0o755); err != nil {
+			t.Errorf("chmod ro: %v", err)
+		}
+	})
 	want := []string{
 		"bin drwxr-x---",
 		"bin/run -rwxr-xr-x run",
@@ -238,5 +244,76 @@ func TestExtractBadStreams(t *testing.T) {
 				t.Errorf("Extract error = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// legacyTarGz writes entries as a tar stream whose headers carry the pre-POSIX regular
+// file flag '\x00' (tar.TypeRegA), as old archivers wrote, and gzips it.
+func legacyTarGz(t *testing.T, entries ...archive.Entry) []byte {
+	t.Helper()
+	var raw bytes.Buffer
+	tw := tar.NewWriter(&raw)
+	var headers []int // offsets of the header blocks
+	for _, e := range entries {
+		headers = append(headers, raw.Len())
+		hdr := &tar.Header{Name: e.Name, Mode: int64(e.Mode.Perm()), Size: int64(len(e.Body)), Typeflag: tar.TypeReg, Format: tar.FormatUSTAR}
+		if strings.HasSuffix(e.Name, "/") {
+			hdr.Typeflag = tar.TypeDir // the writer refuses a trailing "/" on TypeReg
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatalf("WriteHeader(%s): %v", e.Name, err)
+		}
+		if _, err := tw.Write(e.Body); err != nil {
+			t.Fatalf("Write(%s): %v", e.Name, err)
+		}
+		if err := tw.Flush(); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	b := raw.Bytes()
+	for _, off := range headers {
+		blk := b[off : off+512]
+		blk[156] = 0 // typeflag
+		copy(blk[148:156], "        ")
+		sum := 0
+		for _, c := range blk {
+			sum += int(c)
+		}
+		copy(blk[148:156], fmt.Sprintf("%06o\x00 ", sum))
+	}
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatalf("gzip: %v", err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatalf("gzip: %v", err)
+	}
+	return out.Bytes()
+}
+
+// TestExtractLegacyRegular: archives from old tar implementations mark regular files (and
+// directories, by a trailing "/") with '\x00' instead of '0'; they extract like modern ones.
+func TestExtractLegacyRegular(t *testing.T) {
+	t.Parallel()
+	tgz := legacyTarGz(t,
+		archive.Entry{Name: "olddir/", Mode: 0o755},
+		archive.Entry{Name: "olddir/inside", Mode: 0o600, Body: []byte("in")},
+		archive.Entry{Name: "old.txt", Mode: 0o644, Body: []byte("old")},
+	)
+	dir := t.TempDir()
+	if err := archive.Extract(t.Context(), bytes.NewReader(tgz), dir); err != nil {
+		t.Fatalf("Extract(legacy archive): %v", err)
+	}
+	want := []string{
+		"old.txt -rw-r--r-- old",
+		"olddir drwxr-xr-x",
+		"olddir/inside -rw------- in",
+	}
+	if diff := cmp.Diff(want, tree(t, dir)); diff != "" {
+		t.Errorf("extracted tree mismatch (-want +got):\n%s", diff)
 	}
 }

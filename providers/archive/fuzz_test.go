@@ -150,8 +150,12 @@ func FuzzExtractTar(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
-		zw.Write(raw)
-		zw.Close()
+		if _, err := zw.Write(raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
 		checkContained(t, buf.Bytes())
 	})
 }
