@@ -34,7 +34,7 @@ func testProvisionClose(t *testing.T, s *suite) {
 	if err := sb.Close(t.Context()); err != nil {
 		t.Fatalf("Close() = %v, want nil", err)
 	}
-	s.assertGone(t, t.Context(), sb.ID())
+	s.assertGone(t.Context(), t, sb.ID())
 }
 
 func testCloseTwice(t *testing.T, s *suite) {
@@ -140,7 +140,7 @@ func testExecEnvAndDir(t *testing.T, s *suite) {
 	env["PROVIDERTEST_SPEC"] = "from spec"
 	env["PROVIDERTEST_OVERRIDE"] = "spec"
 	spec.Env = env
-	sb := s.createSpec(t, t.Context(), spec)
+	sb := s.createSpec(t.Context(), t, spec)
 
 	const script = `printf '%s|%s|%s' "$PROVIDERTEST_SPEC" "$PROVIDERTEST_CMD" "$PROVIDERTEST_OVERRIDE"`
 	tricky := `a "quoted" 'value' with $dollar, \backslash and spaces`
@@ -549,7 +549,7 @@ func testCloseKillsExec(t *testing.T, s *suite) {
 func testCloseAfterParentCancel(t *testing.T, s *suite) {
 	runCtx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	sb := s.createSpec(t, runCtx, s.spec(t))
+	sb := s.createSpec(runCtx, t, s.spec(t))
 	ch := startExec(runCtx, sb, providers.Shell("sleep 30"))
 	time.Sleep(500 * time.Millisecond)
 	cancel()
@@ -559,7 +559,7 @@ func testCloseAfterParentCancel(t *testing.T, s *suite) {
 	if err := sb.Close(ctx); err != nil {
 		t.Fatalf("Close(fresh ctx) after the run context was cancelled = %v, want nil", err)
 	}
-	s.assertGone(t, ctx, sb.ID())
+	s.assertGone(ctx, t, sb.ID())
 }
 
 func testAttachNeverDeletes(t *testing.T, s *suite) {

@@ -81,10 +81,10 @@ func (s *suite) spec(t *testing.T) providers.Spec {
 // and then must be gone from the harness's Alive list.
 func (s *suite) create(t *testing.T) providers.Sandbox {
 	t.Helper()
-	return s.createSpec(t, t.Context(), s.spec(t))
+	return s.createSpec(t.Context(), t, s.spec(t))
 }
 
-func (s *suite) createSpec(t *testing.T, ctx context.Context, spec providers.Spec) providers.Sandbox {
+func (s *suite) createSpec(ctx context.Context, t *testing.T, spec providers.Spec) providers.Sandbox {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -96,12 +96,13 @@ func (s *suite) createSpec(t *testing.T, ctx context.Context, spec providers.Spe
 		t.Fatal("Create returned a nil Sandbox and no error")
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		// The test's context (and a parent the case cancelled) is done by now.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 		defer cancel()
 		if err := sb.Close(ctx); err != nil {
 			t.Errorf("Close(%s) in cleanup = %v, want nil (Close is idempotent)", sb.ID(), err)
 		}
-		s.assertGone(t, ctx, sb.ID())
+		s.assertGone(ctx, t, sb.ID())
 	})
 	if sb.ID() == "" {
 		t.Fatal("Sandbox.ID() is empty")
@@ -113,7 +114,7 @@ func (s *suite) createSpec(t *testing.T, ctx context.Context, spec providers.Spe
 }
 
 // assertGone fails the test if the harness still lists id as alive.
-func (s *suite) assertGone(t *testing.T, ctx context.Context, id string) {
+func (s *suite) assertGone(ctx context.Context, t *testing.T, id string) {
 	t.Helper()
 	ids, ok := s.h.Alive(ctx)
 	if ok && slices.Contains(ids, id) {

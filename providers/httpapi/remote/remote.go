@@ -198,7 +198,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	var staged []string
 	defer func() {
 		if len(staged) > 0 {
-			s.cleanup(staged)
+			s.cleanup(ctx, staged)
 		}
 	}()
 	if cmd.Stdin != nil {
@@ -244,11 +244,11 @@ func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
-			s.kill(prefix)
+			s.kill(ctx, prefix)
 			return providers.ExecResult{Duration: elapsed}, fmt.Errorf("%s: exec %s: %w", s.cfg.Provider, cmd.Argv[0], ctx.Err())
 		case rctx.Err() != nil:
 			// The client-side bound: neither the sandbox nor the server stopped it.
-			s.kill(prefix)
+			s.kill(ctx, prefix)
 			return providers.ExecResult{ExitCode: 124, TimedOut: true, Duration: elapsed,
 				Stderr: fmt.Appendf(nil, "talkops: command timed out after %s\n", cmd.Timeout)}, nil
 		}
@@ -339,7 +339,7 @@ func (s *Sandbox) Upload(ctx context.Context, dir string, tgz io.Reader) error {
 	}
 	res, err := s.driver.Run(ctx, Run{Script: untarScript(archive, dir)})
 	if err != nil {
-		s.cleanup([]string{archive})
+		s.cleanup(ctx, []string{archive})
 		return fmt.Errorf("%s: upload: extract into %s: %w", s.cfg.Provider, dir, err)
 	}
 	if res.ExitCode != 0 {
@@ -384,7 +384,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		// Deleting would kill them; an attached sandbox stays, so kill them one by one.
 		var wg sync.WaitGroup
 		for _, p := range inflight {
-			wg.Go(func() { s.kill(p) })
+			wg.Go(func() { s.kill(ctx, p) })
 		}
 		wg.Wait()
 		s.waitBackground(ctx)
@@ -440,14 +440,15 @@ const killWait = 5 * time.Second
 
 // kill stops the command started with prefix and waits up to killWait for that; the kill
 // goes on in the background after that (Exec must return promptly), and Close waits for
-// it. Failures are ignored: the sandbox may be gone already.
-func (s *Sandbox) kill(prefix string) {
+// it. Failures are ignored: the sandbox may be gone already. It keeps ctx's values but
+// not its cancellation, which is usually why the command is being killed.
+func (s *Sandbox) kill(ctx context.Context, prefix string) {
 	done := make(chan struct{})
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		defer close(done)
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.KillTimeout)
 		defer cancel()
 		_, _ = s.driver.Run(ctx, Run{Script: killScript(prefix), Timeout: s.cfg.KillTimeout})
 	}()
@@ -459,8 +460,9 @@ func (s *Sandbox) kill(prefix string) {
 	}
 }
 
-// cleanup removes staged files, best effort, without blocking the caller.
-func (s *Sandbox) cleanup(files []string) {
+// cleanup removes staged files, best effort, without blocking the caller, and on ctx's
+// values without its cancellation (an Exec that was cancelled still cleans up).
+func (s *Sandbox) cleanup(ctx context.Context, files []string) {
 	script := "rm -f"
 	for _, f := range files {
 		script += " " + Quote(f)
@@ -468,7 +470,7 @@ func (s *Sandbox) cleanup(files []string) {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.KillTimeout)
 		defer cancel()
 		_, _ = s.driver.Run(ctx, Run{Script: script + "\n"})
 	}()
