@@ -51,7 +51,7 @@ func (c *sandboxLsCmd) Run(ctx context.Context, a *app, listers reaper.ListerFun
 	if err != nil {
 		return usageErr(fmt.Errorf("sandbox ls: %w", err))
 	}
-	defer reaper.CloseListers(ls)
+	defer func() { _ = reaper.CloseListers(ls) }() // only releases idle API connections once the work is done
 	entries, listErr := reaper.List(ctx, ls, c.stateDir(a))
 	if c.JSON {
 		if entries == nil {
@@ -76,7 +76,7 @@ func (c *sandboxGcCmd) Run(ctx context.Context, a *app, listers reaper.ListerFun
 	if err != nil {
 		return usageErr(fmt.Errorf("sandbox gc: %w", err))
 	}
-	defer reaper.CloseListers(ls)
+	defer func() { _ = reaper.CloseListers(ls) }() // only releases idle API connections once the work is done
 	rep, gcErr := reaper.GC(ctx, ls, c.stateDir(a), c.OlderThan, c.DryRun)
 	if c.JSON {
 		err = reaper.WriteJSON(a.stdout, rep)

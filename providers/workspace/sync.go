@@ -51,7 +51,7 @@ func Sync(ctx context.Context, sb providers.Sandbox, root, dir string, opts Opti
 			pr.CloseWithError(fmt.Errorf("%w: %w", errUploadFailed, err))
 		} else {
 			uw.uploadDone.Store(true)
-			io.CopyN(io.Discard, pr, maxTailDrain)
+			_, _ = io.CopyN(io.Discard, pr, maxTailDrain) // best effort: the close below ends Pack either way
 			pr.CloseWithError(errUploadReturned)
 		}
 		upErr <- err
