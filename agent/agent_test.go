@@ -265,8 +265,11 @@ func TestParallelToolCalls(t *testing.T) {
 		}},
 		modeltest.Step{Text: "Read both."},
 	), setup{})
-	os.WriteFile(filepath.Join(h.dir, "a.txt"), []byte("alpha\n"), 0o644)
-	os.WriteFile(filepath.Join(h.dir, "b.txt"), []byte("beta\n"), 0o644)
+	for name, body := range map[string]string{"a.txt": "alpha\n", "b.txt": "beta\n"} {
+		if err := os.WriteFile(filepath.Join(h.dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out, err := h.agent.Run(t.Context(), "read")
 	if err != nil {
 		t.Fatal(err)
@@ -563,7 +566,9 @@ func TestApprovalModesInRun(t *testing.T) {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, steps(), setup{configure: func(o *agent.Options) { o.Approval = agent.Approval{Mode: tc.mode} }})
-			os.WriteFile(filepath.Join(h.dir, "in.txt"), []byte("input\n"), 0o644)
+			if err := os.WriteFile(filepath.Join(h.dir, "in.txt"), []byte("input\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			out, err := h.agent.Run(t.Context(), "task")
 			if err != nil {
 				t.Fatal(err)
@@ -689,13 +694,17 @@ func TestSecretsNeverLeak(t *testing.T) {
 	blob, _ := json.Marshal(out)
 	evs, _ := json.Marshal(h.sink.all())
 	places := map[string]string{"outcome": string(blob), "events": string(evs)}
-	filepath.WalkDir(h.reportDir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			data, _ := os.ReadFile(p)
-			places[p] = string(data)
+	err = filepath.WalkDir(h.reportDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-		return nil
+		data, err := os.ReadFile(p)
+		places[p] = string(data)
+		return err
 	})
+	if err != nil {
+		t.Fatalf("read the report directory: %v", err)
+	}
 	if len(places) < 4 {
 		t.Fatalf("expected a transcript and saved outputs, got %v", places)
 	}

@@ -16,15 +16,17 @@ func ExampleLoad() {
 	}
 	defer os.RemoveAll(dir)
 	project := filepath.Join(dir, "repo")
-	os.MkdirAll(filepath.Join(project, ".git"), 0o755)
-	os.MkdirAll(filepath.Join(project, ".talkops"), 0o755)
-	os.WriteFile(filepath.Join(project, ".talkops", "config.toml"), []byte(`
+	err = writeProject(project, `
 [sandboxes]
 default = "docker"
 
 [sandboxes.providers.docker]
 network = "none"
-`), 0o644)
+`)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	environ := map[string]string{"TALKOPS_TIMEOUT": "10m"}
 	c, err := config.Load(config.Options{
@@ -66,12 +68,23 @@ func ExampleError() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	os.MkdirAll(filepath.Join(dir, ".git"), 0o755)
-	os.MkdirAll(filepath.Join(dir, ".talkops"), 0o755)
-	os.WriteFile(filepath.Join(dir, ".talkops", "config.toml"), []byte("[sandboxes]\ndefault = \"dokcer\"\n"), 0o644)
+	if err := writeProject(dir, "[sandboxes]\ndefault = \"dokcer\"\n"); err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	_, err = config.Load(config.Options{Getenv: func(string) string { return "" }, WorkDir: dir, HomeDir: filepath.Join(dir, "home"), Providers: []string{"local", "docker"}})
 	fmt.Println(err)
 	// Output:
 	// .talkops/config.toml:2:11: sandboxes.default: unknown provider "dokcer" (valid providers: local, docker)
+}
+
+// writeProject makes dir a git checkout with .talkops/config.toml holding toml.
+func writeProject(dir, toml string) error {
+	for _, d := range []string{".git", ".talkops"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, ".talkops", "config.toml"), []byte(toml), 0o644)
 }

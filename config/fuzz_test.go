@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -48,8 +49,8 @@ func FuzzLoad(f *testing.F) {
 		}
 		c, err := Load(Options{Getenv: env(nil), WorkDir: project, HomeDir: home, Providers: testProviders})
 		if err != nil {
-			ce, ok := err.(*Error)
-			if !ok {
+			var ce *Error
+			if !errors.As(err, &ce) {
 				t.Fatalf("Load() error %T %q is not a *config.Error", err, err)
 			}
 			if ce.File == "" || ce.Line < 1 {
@@ -69,8 +70,8 @@ func FuzzLoad(f *testing.F) {
 				}
 				continue
 			}
-			ce, ok := err.(*Error)
-			if !ok || ce.File == "" || ce.Line < 1 {
+			var ce *Error
+			if !errors.As(err, &ce) || ce.File == "" || ce.Line < 1 {
 				t.Fatalf("Decode(%s) into a struct without fields = %v, want a *config.Error with file:line", name, err)
 			}
 		}

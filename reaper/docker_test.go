@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
@@ -69,8 +70,11 @@ func orphan(t *testing.T, cli *client.Client, img string, labels map[string]stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cli.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
+	t.Cleanup(func() { // the test may have reaped it already
+		err := cli.ContainerRemove(context.WithoutCancel(t.Context()), created.ID, container.RemoveOptions{Force: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			t.Errorf("remove container %s: %v", created.ID, err)
+		}
 	})
 	if err := cli.ContainerStart(t.Context(), created.ID, container.StartOptions{}); err != nil {
 		t.Fatal(err)
@@ -147,7 +151,7 @@ func hasID(as []Action, id string) bool {
 func running(t *testing.T, cli *client.Client, id string) bool {
 	t.Helper()
 	info, err := cli.ContainerInspect(t.Context(), id)
-	if client.IsErrNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return false
 	}
 	if err != nil {

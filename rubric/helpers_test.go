@@ -47,11 +47,12 @@ func (f *fakeSandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.Ex
 	res, err := f.exec(ctx, cmd)
 	if err == nil {
 		// Behave like a provider: stream what was captured.
+		// Like providers, a failing caller's writer does not fail the command.
 		if cmd.Stdout != nil {
-			cmd.Stdout.Write(res.Stdout)
+			_, _ = cmd.Stdout.Write(res.Stdout)
 		}
 		if cmd.Stderr != nil {
-			cmd.Stderr.Write(res.Stderr)
+			_, _ = cmd.Stderr.Write(res.Stderr)
 		}
 	}
 	return res, err

@@ -190,15 +190,26 @@ func TestFileTools(t *testing.T) {
 			fx.write(t, "wide.txt", strings.Repeat("w", 3000)+"\n")
 			fx.write(t, "dup.txt", "a = 1\nb = 2\na = 1\n")
 			fx.write(t, "ws.txt", "func main() {\n\tfmt.Println(\"hi\")\n}\n")
-			os.WriteFile(filepath.Join(fx.dir, "blob.bin"), []byte{0x7f, 'E', 'L', 'F', 0, 0, 1, 2}, 0o644)
-			os.WriteFile(filepath.Join(fx.dir, "empty.txt"), nil, 0o644)
-			os.WriteFile(filepath.Join(fx.dir, "run.sh"), []byte("#!/bin/sh\necho old\n"), 0o755)
+			fx.write(t, "blob.bin", "\x7fELF\x00\x00\x01\x02")
+			fx.write(t, "empty.txt", "")
+			fx.write(t, "run.sh", "#!/bin/sh\necho old\n")
+			if err := os.Chmod(filepath.Join(fx.dir, "run.sh"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			outside := t.TempDir()
-			os.WriteFile(filepath.Join(outside, "passwd"), []byte("root:x:0:0\n"), 0o644)
-			os.Symlink("/", filepath.Join(fx.dir, "rootlink"))
-			os.Symlink(outside, filepath.Join(fx.dir, "outlink"))
-			os.Symlink(filepath.Join(outside, "passwd"), filepath.Join(fx.dir, "passwd-link"))
-			os.Symlink("main.tf", filepath.Join(fx.dir, "inner-link.tf"))
+			if err := os.WriteFile(filepath.Join(outside, "passwd"), []byte("root:x:0:0\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for link, target := range map[string]string{
+				"rootlink":      "/",
+				"outlink":       outside,
+				"passwd-link":   filepath.Join(outside, "passwd"),
+				"inner-link.tf": "main.tf",
+			} {
+				if err := os.Symlink(target, filepath.Join(fx.dir, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			runCalls(t, fx, []call{
 				// read_file

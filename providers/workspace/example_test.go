@@ -31,8 +31,14 @@ func ExamplePack() {
 		"node_modules/x.js":  "x\n",
 	} {
 		p := filepath.Join(root, filepath.FromSlash(name))
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(body), 0o644)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			fmt.Println(err)
+			return
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			fmt.Println(err)
+			return
+		}
 	}
 
 	var archive bytes.Buffer

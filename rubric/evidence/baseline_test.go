@@ -312,7 +312,11 @@ func TestBaselineLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer b.Remove(context.Background(), sb)
+		defer func() {
+			if err := b.Remove(context.WithoutCancel(t.Context()), sb); err != nil {
+				t.Errorf("Baseline.Remove: %v", err)
+			}
+		}()
 		run(t, sb, "/bin/sh", `i=0; while [ $i -lt 40000 ]; do echo "row $i"; i=$((i+1)); done > rows`)
 		d, err := b.Diff(t.Context(), sb)
 		if err != nil {

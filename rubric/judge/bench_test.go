@@ -8,7 +8,6 @@ import (
 
 	"github.com/talkops/talkops/agent/model/modeltest"
 	"github.com/talkops/talkops/rubric"
-	"github.com/talkops/talkops/rubric/evidence"
 	"github.com/talkops/talkops/rubric/judge"
 )
 
@@ -51,11 +50,7 @@ question = "Does the change touch only main.tf?"
 		}
 		b.Run(name, func(b *testing.B) {
 			sb := newLocal(b, map[string]string{"main.tf": openTF, "README.md": "x\n"})
-			base, err := evidence.TakeBaseline(context.Background(), sb, evidence.BaselineOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer base.Remove(context.Background(), sb)
+			base := takeBaseline(b, sb)
 			sh(b, sb, `sed -i 's|0.0.0.0/0|10.0.0.0/8|' main.tf`)
 			r := parseRubric(b, src)
 			ev := &rubric.Evaluator{Rubric: r, Sandbox: sb, MaxIterations: 1, Workspace: base,
@@ -105,11 +100,7 @@ func BenchmarkJudgeTokens(b *testing.B) {
 				files[fmt.Sprintf("infra/m%d.tf", i)] = strings.Repeat(fmt.Sprintf("resource \"null_resource\" \"r%d\" {}\n", i), 40)
 			}
 			sb := newLocal(b, files)
-			base, err := evidence.TakeBaseline(context.Background(), sb, evidence.BaselineOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer base.Remove(context.Background(), sb)
+			base := takeBaseline(b, sb)
 			sh(b, sb, `for f in infra/*.tf; do sed -i 's/null_resource/terraform_data/' "$f"; done
 i=0; while [ $i -lt 18000 ]; do echo "{\"k\": \"w$i\"},"; i=$((i+1)); done > gen/schema.json`)
 			r := parseText(b, "- terraform validate passes\n- no security group allows 0.0.0.0/0 on port 22\n- only files under infra/ change")

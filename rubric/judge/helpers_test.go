@@ -17,6 +17,7 @@ import (
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/rubric"
+	"github.com/talkops/talkops/rubric/evidence"
 	"github.com/talkops/talkops/rubric/judge"
 )
 
@@ -276,6 +277,22 @@ func newLocal(t testing.TB, files map[string]string) providers.Sandbox {
 	}
 	t.Cleanup(func() { sb.Close(context.Background()) })
 	return sb
+}
+
+// takeBaseline snapshots the sandbox's workspace and removes the snapshot when the test
+// ends (before the sandbox closes: cleanups run last-registered first).
+func takeBaseline(t testing.TB, sb providers.Sandbox) *evidence.Baseline {
+	t.Helper()
+	base, err := evidence.TakeBaseline(t.Context(), sb, evidence.BaselineOptions{})
+	if err != nil {
+		t.Fatalf("TakeBaseline: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := base.Remove(context.WithoutCancel(t.Context()), sb); err != nil {
+			t.Errorf("Baseline.Remove: %v", err)
+		}
+	})
+	return base
 }
 
 // sh runs a shell script in the sandbox.

@@ -1,7 +1,6 @@
 package judge_test
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
-	"github.com/talkops/talkops/rubric/evidence"
 	"github.com/talkops/talkops/rubric/judge"
 )
 
@@ -73,11 +71,7 @@ func TestRevisionLoop(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			sb := newLocal(t, map[string]string{"main.tf": openTF, "README.md": "infra\n"})
-			base, err := evidence.TakeBaseline(t.Context(), sb, evidence.BaselineOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { base.Remove(context.Background(), sb) })
+			base := takeBaseline(t, sb)
 			j, srv := newJudge(t, f, honest(t, ingressJudge(t)), judge.Options{})
 			r := parseRubric(t, ingressRubric)
 			log := &agentLog{rec: rubric.AgentRecord{Prompt: "Remove the open SSH ingress."}}
@@ -147,11 +141,7 @@ func TestRevisionLoop(t *testing.T) {
 func TestMaxIterations(t *testing.T) {
 	t.Parallel()
 	sb := newLocal(t, map[string]string{"main.tf": openTF})
-	base, err := evidence.TakeBaseline(t.Context(), sb, evidence.BaselineOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { base.Remove(context.Background(), sb) })
+	base := takeBaseline(t, sb)
 	j, srv := newJudge(t, formats[0], honest(t, ingressJudge(t)), judge.Options{})
 	r := parseRubric(t, ingressRubric)
 	log := &agentLog{rec: rubric.AgentRecord{Prompt: "Remove the open SSH ingress."}}

@@ -39,7 +39,9 @@ func TestLoadScript(t *testing.T) {
 	}
 	for _, b := range bad {
 		p := filepath.Join(dir, strings.ReplaceAll(b.name, " ", "-")+".json")
-		os.WriteFile(p, []byte(b.body), 0o644)
+		if err := os.WriteFile(p, []byte(b.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := modeltest.LoadScript(p); err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%s: err = %v, want it to mention %q", b.name, err, b.want)
 		}

@@ -173,8 +173,8 @@ func TestName(t *testing.T) {
 			t.Errorf("Name(%q, %d) = %q, want prefix %q plus 8 random characters, at most %d long", tc.run, tc.max, got, tc.prefix, tc.max)
 		}
 	}
-	if Name("r", 63) == Name("r", 63) {
-		t.Error("Name returns the same name twice")
+	if first, second := Name("r", 63), Name("r", 63); first == second {
+		t.Errorf("Name returned %q twice, want a random suffix", first)
 	}
 }
 
