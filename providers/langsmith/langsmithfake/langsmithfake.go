@@ -22,6 +22,7 @@
 package langsmithfake
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -34,7 +35,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,21 +65,15 @@ type Server struct {
 	Faults fakekit.Faults
 
 	srv *httptest.Server
+	log fakekit.Log
 
 	mu        sync.Mutex
-	boxes     map[string]*box
-	order     []string
+	boxes     fakekit.Boxes[*box] // by name
 	snapshots map[string]*snapshot
-	created   int
-	deleted   int
-	calls     []Call
 }
 
 // Call is one request the fake received.
-type Call struct {
-	Endpoint, Method, Path string
-	Status                 int
-}
+type Call = fakekit.Call
 
 type box struct {
 	ID, Name, Status, StatusMessage string
@@ -102,8 +96,8 @@ type snapshot struct {
 
 // New starts a fake with the given API key. Close it when done.
 func New(apiKey string) *Server {
-	s := &Server{APIKey: apiKey, boxes: map[string]*box{}, snapshots: map[string]*snapshot{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &Server{APIKey: apiKey, snapshots: map[string]*snapshot{}}
+	s.srv = httptest.NewServer(s.log.Handler(s.route))
 	s.URL = s.srv.URL
 	return s
 }
@@ -114,7 +108,7 @@ func (s *Server) APIURL() string { return s.URL }
 // Close kills every command and stops the server.
 func (s *Server) Close() {
 	s.mu.Lock()
-	for _, b := range s.boxes {
+	for _, b := range s.boxes.Live() {
 		b.procs.KillAll()
 		os.RemoveAll(b.home)
 	}
@@ -145,23 +139,14 @@ func (s *Server) Snapshots() []Snapshot {
 	return out
 }
 
-// Ledger is the fake's record of sandboxes.
-type Ledger struct {
-	Created, Deleted int
-	Alive            []string // names, in creation order
-}
+// Ledger is the fake's record of sandboxes; Alive holds names, in creation order.
+type Ledger = fakekit.Ledger
 
 // Ledger returns the record of sandboxes.
 func (s *Server) Ledger() Ledger {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := Ledger{Created: s.created, Deleted: s.deleted}
-	for _, n := range s.order {
-		if _, ok := s.boxes[n]; ok {
-			l.Alive = append(l.Alive, n)
-		}
-	}
-	return l
+	return s.boxes.Ledger()
 }
 
 // Sandbox describes a live sandbox, for assertions.
@@ -177,7 +162,7 @@ type Sandbox struct {
 func (s *Server) Sandbox(name string) (Sandbox, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, ok := s.boxes[name]
+	b, ok := s.boxes.Get(name)
 	if !ok {
 		return Sandbox{}, false
 	}
@@ -186,23 +171,15 @@ func (s *Server) Sandbox(name string) (Sandbox, bool) {
 }
 
 // Calls returns every request received so far.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.log.Calls() }
 
 // Count returns how many requests endpoint received, rejected ones included.
-func (s *Server) Count(endpoint string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		if c.Endpoint == endpoint {
-			n++
-		}
-	}
-	return n
+func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
+
+// box returns the live sandbox name, or nil.
+func (s *Server) box(name string) *box {
+	b, _ := s.boxes.Get(name)
+	return b
 }
 
 var (
@@ -210,14 +187,6 @@ var (
 	reSnapshot = regexp.MustCompile(`^/v2/sandboxes/snapshots/([^/]+)$`)
 	reDP       = regexp.MustCompile(`^/dp/([^/]+)/(execute|upload|download)$`)
 )
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-	endpoint := s.route(rec, r)
-	s.mu.Lock()
-	s.calls = append(s.calls, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.status})
-	s.mu.Unlock()
-}
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 	p, m := strings.TrimPrefix(r.URL.Path, "/api"), r.Method
@@ -264,31 +233,18 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		}
 	}
 	if h == nil {
-		writeJSON(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
+		fakekit.WriteJSON(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
 		return "unknown"
 	}
 	if !strings.EqualFold(r.Header.Get("X-Api-Key"), s.APIKey) || r.Header.Get("X-Api-Key") == "" {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"detail": "Invalid token"})
+		fakekit.WriteJSON(w, http.StatusUnauthorized, map[string]any{"detail": "Invalid token"})
 		return endpoint
 	}
 	if control && s.FeatureDisabled {
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "FeatureDisabled", "message": "Sandbox feature is not enabled for this organization"})
+		fakekit.WriteJSON(w, http.StatusForbidden, map[string]any{"error": "FeatureDisabled", "message": "Sandbox feature is not enabled for this organization"})
 		return endpoint
 	}
-	if f, ok := s.Faults.Hit(endpoint); ok {
-		for k, v := range f.Header {
-			w.Header().Set(k, v)
-		}
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		if f.Body != "" {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(f.Status)
-			io.WriteString(w, f.Body)
-		} else {
-			detail(w, f.Status, "InternalError", "injected fault")
-		}
+	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) { detail(w, status, "InternalError", "injected fault") }) {
 		return endpoint
 	}
 	h(w, r, args)
@@ -318,7 +274,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 			return
 		}
 	}
-	ref := firstNonEmpty(in.Snapshot, in.SnapshotName)
+	ref := cmp.Or(in.Snapshot, in.SnapshotName)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ref != "" && in.SnapshotID != "" {
@@ -347,7 +303,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 	if in.Name == "" {
 		in.Name = "sandbox-" + newUUID()[:8]
 	}
-	if _, taken := s.boxes[in.Name]; taken {
+	if _, taken := s.boxes.Get(in.Name); taken {
 		detail(w, http.StatusConflict, "Conflict", fmt.Sprintf("Sandbox '%s' already exists", in.Name))
 		return
 	}
@@ -368,16 +324,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 	if in.DeleteAfterStopSeconds != nil {
 		b.DeleteAfterStop = *in.DeleteAfterStopSeconds
 	}
-	s.boxes[b.Name] = b
-	s.order = append(s.order, b.Name)
-	s.created++
-	writeJSON(w, http.StatusCreated, s.view(b))
+	s.boxes.Add(b.Name, b)
+	fakekit.WriteJSON(w, http.StatusCreated, s.view(b))
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request, args []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.boxes[args[0]]
+	b := s.box(args[0])
 	if b == nil {
 		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
 		return
@@ -394,23 +348,23 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, args []string) {
 	if b.StatusMessage != "" {
 		out["status_message"] = b.StatusMessage
 	}
-	writeJSON(w, http.StatusOK, out)
+	fakekit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.boxes[args[0]]
+	b := s.box(args[0])
 	if b == nil {
 		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.view(b))
+	fakekit.WriteJSON(w, http.StatusOK, s.view(b))
 }
 
 func (s *Server) startStop(w http.ResponseWriter, r *http.Request, args []string) {
 	s.mu.Lock()
-	b := s.boxes[args[0]]
+	b := s.box(args[0])
 	if b == nil {
 		s.mu.Unlock()
 		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
@@ -429,19 +383,18 @@ func (s *Server) startStop(w http.ResponseWriter, r *http.Request, args []string
 	if stop {
 		procs.KillAll()
 	}
-	writeJSON(w, http.StatusOK, v)
+	fakekit.WriteJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, args []string) {
 	s.mu.Lock()
-	b := s.boxes[args[0]]
+	b := s.box(args[0])
 	if b == nil {
 		s.mu.Unlock()
 		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
 		return
 	}
-	delete(s.boxes, b.Name)
-	s.deleted++
+	s.boxes.Delete(b.Name)
 	s.mu.Unlock()
 	b.procs.KillAll()
 	os.RemoveAll(b.home)
@@ -469,9 +422,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var match []*box
-	for _, n := range s.order {
-		b, ok := s.boxes[n]
-		if !ok || !strings.Contains(b.Name, q.Get("name_contains")) {
+	for _, b := range s.boxes.Live() {
+		if !strings.Contains(b.Name, q.Get("name_contains")) {
 			continue
 		}
 		all := true
@@ -491,7 +443,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
 	for _, b := range match[min(offset, len(match)):end] {
 		views = append(views, s.view(b))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": views, "offset": end})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandboxes": views, "offset": end})
 }
 
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, _ []string) {
@@ -504,7 +456,7 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, _ []strin
 			out = append(out, snapshotView(sn))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"snapshots": out, "offset": len(out)})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"snapshots": out, "offset": len(out)})
 }
 
 func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, _ []string) {
@@ -527,7 +479,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, _ []stri
 	}
 	sn := &snapshot{ID: newUUID(), Name: in.Name, Status: "building", Image: in.DockerImage, FSBytes: in.FSCapacityBytes}
 	s.snapshots[sn.ID] = sn
-	writeJSON(w, http.StatusCreated, snapshotView(sn))
+	fakekit.WriteJSON(w, http.StatusCreated, snapshotView(sn))
 }
 
 func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, args []string) {
@@ -542,7 +494,7 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, args []stri
 	if sn.Status == "building" && sn.polls > s.SnapshotBuildPolls {
 		sn.Status = "ready"
 	}
-	writeJSON(w, http.StatusOK, snapshotView(sn))
+	fakekit.WriteJSON(w, http.StatusOK, snapshotView(sn))
 }
 
 func snapshotView(sn *snapshot) map[string]any {
@@ -553,7 +505,7 @@ func snapshotView(sn *snapshot) map[string]any {
 func (s *Server) ready(w http.ResponseWriter, name string) *box {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.boxes[name]
+	b := s.box(name)
 	if b == nil {
 		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", name))
 		return nil
@@ -585,7 +537,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, args []string) 
 		validation(w, "timeout", "Input should be greater than 0")
 		return
 	}
-	c := fakekit.Command{Path: firstNonEmpty(in.Shell, "/bin/bash"), Args: []string{"-c", in.Command}, Dir: firstNonEmpty(in.Cwd, b.home),
+	c := fakekit.Command{Path: cmp.Or(in.Shell, "/bin/bash"), Args: []string{"-c", in.Command}, Dir: cmp.Or(in.Cwd, b.home),
 		Env: fakekit.BaseEnv(b.home), Timeout: time.Duration(*in.Timeout) * time.Second}
 	for k, v := range in.Env {
 		c.Env = append(c.Env, k+"="+v)
@@ -599,7 +551,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, args []string) 
 	case o.TimedOut:
 		detail(w, http.StatusRequestTimeout, "CommandTimeout", fmt.Sprintf("Command timed out after %d seconds", *in.Timeout))
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"stdout": string(o.Stdout), "stderr": string(o.Stderr), "exit_code": o.ExitCode})
+		fakekit.WriteJSON(w, http.StatusOK, map[string]any{"stdout": string(o.Stdout), "stderr": string(o.Stderr), "exit_code": o.ExitCode})
 	}
 }
 
@@ -637,7 +589,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, args []string) {
 		detail(w, http.StatusBadRequest, "UploadError", err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"path": dest})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"path": dest})
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request, args []string) {
@@ -685,17 +637,11 @@ func (s *Server) view(b *box) map[string]any {
 }
 
 func detail(w http.ResponseWriter, status int, errType, msg string) {
-	writeJSON(w, status, map[string]any{"detail": map[string]any{"error": errType, "message": msg}})
+	fakekit.WriteJSON(w, status, map[string]any{"detail": map[string]any{"error": errType, "message": msg}})
 }
 
 func validation(w http.ResponseWriter, field, msg string) {
-	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", field}, "msg": msg, "type": "value_error"}}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	fakekit.WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", field}, "msg": msg, "type": "value_error"}}})
 }
 
 func newUUID() string {
@@ -705,21 +651,4 @@ func newUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-type recorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *recorder) WriteHeader(status int) {
-	r.status = status
-	r.ResponseWriter.WriteHeader(status)
 }
