@@ -64,21 +64,17 @@ type Server struct {
 	Faults fakekit.Faults
 
 	srv *httptest.Server
+	log fakekit.Log
 
 	mu          sync.Mutex
-	boxes       map[string]*devbox
-	order       []string
-	idempotency map[string]string // Idempotency-Key → devbox id
+	boxes       fakekit.Boxes[*devbox] // by id; a devbox is never deleted, only shut down
+	idempotency map[string]string      // Idempotency-Key → devbox id
 	execs       map[string]*execution
 	byCommandID map[string]*execution
-	calls       []Call
 }
 
 // Call is one request the fake received.
-type Call struct {
-	Endpoint, Method, Path string
-	Status                 int
-}
+type Call = fakekit.Call
 
 type devbox struct {
 	ID, Name, Status, FailureReason string
@@ -103,9 +99,9 @@ type execution struct {
 
 // New starts a fake with the given API key. Close it when done.
 func New(apiKey string) *Server {
-	s := &Server{APIKey: apiKey, Hold: 25 * time.Second, boxes: map[string]*devbox{}, idempotency: map[string]string{},
+	s := &Server{APIKey: apiKey, Hold: 25 * time.Second, idempotency: map[string]string{},
 		execs: map[string]*execution{}, byCommandID: map[string]*execution{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewServer(s.log.Handler(s.route))
 	s.URL = s.srv.URL
 	return s
 }
@@ -113,7 +109,7 @@ func New(apiKey string) *Server {
 // Close kills every command and stops the server.
 func (s *Server) Close() {
 	s.mu.Lock()
-	for _, b := range s.boxes {
+	for _, b := range s.boxes.Live() {
 		b.procs.KillAll()
 		os.RemoveAll(b.home)
 	}
@@ -132,14 +128,15 @@ type Ledger struct {
 func (s *Server) Ledger() Ledger {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := Ledger{Created: len(s.order)}
-	for _, id := range s.order {
-		switch s.boxes[id].Status {
+	boxes := s.boxes.Live()
+	l := Ledger{Created: len(boxes)}
+	for _, b := range boxes {
+		switch b.Status {
 		case "shutdown":
 			l.ShutDown++
 		case "failure":
 		default:
-			l.Alive = append(l.Alive, id)
+			l.Alive = append(l.Alive, b.ID)
 		}
 	}
 	return l
@@ -156,7 +153,7 @@ type Devbox struct {
 func (s *Server) Devbox(id string) (Devbox, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, ok := s.boxes[id]
+	b, ok := s.boxes.Get(id)
 	if !ok {
 		return Devbox{}, false
 	}
@@ -168,44 +165,22 @@ func (s *Server) Devbox(id string) (Devbox, bool) {
 func (s *Server) Suspend(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b, ok := s.boxes[id]; ok {
+	if b, ok := s.boxes.Get(id); ok {
 		s.setStatus(b, "suspended")
 	}
 }
 
 // Calls returns every request received so far.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.log.Calls() }
 
 // Count returns how many requests endpoint received, rejected ones included.
-func (s *Server) Count(endpoint string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		if c.Endpoint == endpoint {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
 
 var (
 	reBox  = regexp.MustCompile(`^/v1/devboxes/([^/]+)$`)
 	reOp   = regexp.MustCompile(`^/v1/devboxes/([^/]+)/(wait_for_status|shutdown|suspend|resume|execute|execute_async|upload_file|download_file)$`)
 	reExec = regexp.MustCompile(`^/v1/devboxes/([^/]+)/executions/([^/]+)/wait_for_status$`)
 )
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-	endpoint := s.route(rec, r)
-	s.mu.Lock()
-	s.calls = append(s.calls, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.status})
-	s.mu.Unlock()
-}
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 	p, m := r.URL.Path, r.Method
@@ -249,20 +224,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		apiError(w, http.StatusUnauthorized, "Invalid API key")
 		return endpoint
 	}
-	if f, ok := s.Faults.Hit(endpoint); ok {
-		for k, v := range f.Header {
-			w.Header().Set(k, v)
-		}
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		if f.Body != "" {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(f.Status)
-			io.WriteString(w, f.Body)
-		} else {
-			apiError(w, f.Status, "injected fault")
-		}
+	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, status, "injected fault") }) {
 		return endpoint
 	}
 	h(w, r, args)
@@ -307,7 +269,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 	defer s.mu.Unlock()
 	key := r.Header.Get("Idempotency-Key")
 	if id, ok := s.idempotency[key]; ok && key != "" {
-		writeJSON(w, http.StatusOK, s.view(s.boxes[id]))
+		b, _ := s.boxes.Get(id)
+		fakekit.WriteJSON(w, http.StatusOK, s.view(b))
 		return
 	}
 	home, err := os.MkdirTemp("", "runloopfake-")
@@ -324,12 +287,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 	if ka := in.LaunchParameters.KeepAlive; ka != nil {
 		b.KeepAlive = *ka
 	}
-	s.boxes[b.ID] = b
-	s.order = append(s.order, b.ID)
+	s.boxes.Add(b.ID, b)
 	if key != "" {
 		s.idempotency[key] = b.ID
 	}
-	writeJSON(w, http.StatusOK, s.view(b))
+	fakekit.WriteJSON(w, http.StatusOK, s.view(b))
 }
 
 // advance moves a booting devbox one step; called on every status read.
@@ -360,13 +322,13 @@ func (s *Server) setStatus(b *devbox, st string) {
 func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, ok := s.boxes[args[0]]
+	b, ok := s.boxes.Get(args[0])
 	if !ok {
 		apiError(w, http.StatusNotFound, "Devbox not found: "+args[0])
 		return
 	}
 	s.advance(b)
-	writeJSON(w, http.StatusOK, s.view(b))
+	fakekit.WriteJSON(w, http.StatusOK, s.view(b))
 }
 
 func (s *Server) waitDevbox(w http.ResponseWriter, r *http.Request, args []string) {
@@ -381,7 +343,7 @@ func (s *Server) waitDevbox(w http.ResponseWriter, r *http.Request, args []strin
 	deadline := time.Now().Add(s.hold(in.Timeout, 30))
 	for {
 		s.mu.Lock()
-		b, ok := s.boxes[args[0]]
+		b, ok := s.boxes.Get(args[0])
 		if !ok {
 			s.mu.Unlock()
 			apiError(w, http.StatusNotFound, "Devbox not found: "+args[0])
@@ -391,7 +353,7 @@ func (s *Server) waitDevbox(w http.ResponseWriter, r *http.Request, args []strin
 		if slices.Contains(in.Statuses, b.Status) {
 			v := s.view(b)
 			s.mu.Unlock()
-			writeJSON(w, http.StatusOK, v)
+			fakekit.WriteJSON(w, http.StatusOK, v)
 			return
 		}
 		changed := b.changed
@@ -420,7 +382,7 @@ func (s *Server) hold(requested *int, max int) time.Duration {
 
 func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, args []string) {
 	s.mu.Lock()
-	b, ok := s.boxes[args[0]]
+	b, ok := s.boxes.Get(args[0])
 	if !ok {
 		s.mu.Unlock()
 		apiError(w, http.StatusNotFound, "Devbox not found: "+args[0])
@@ -452,7 +414,7 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, args []string
 	if kill {
 		b.procs.KillAll()
 	}
-	writeJSON(w, http.StatusOK, v)
+	fakekit.WriteJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
@@ -469,8 +431,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var match []*devbox
-	for i := len(s.order) - 1; i >= 0; i-- { // newest first
-		b := s.boxes[s.order[i]]
+	boxes := s.boxes.Live()
+	for _, b := range slices.Backward(boxes) { // newest first
 		if st := q.Get("status"); st != "" && b.Status != st {
 			continue
 		}
@@ -489,7 +451,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
 	if q.Get("include_total_count") != "false" {
 		out["total_count"] = len(match)
 	}
-	writeJSON(w, http.StatusOK, out)
+	fakekit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) blueprints(w http.ResponseWriter, r *http.Request, _ []string) {
@@ -503,14 +465,14 @@ func (s *Server) blueprints(w http.ResponseWriter, r *http.Request, _ []string) 
 	if out == nil {
 		out = []any{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"blueprints": out, "has_more": false})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"blueprints": out, "has_more": false})
 }
 
 // running returns a running devbox, or answers the error.
 func (s *Server) running(w http.ResponseWriter, id string) *devbox {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, ok := s.boxes[id]
+	b, ok := s.boxes.Get(id)
 	if !ok {
 		apiError(w, http.StatusNotFound, "Devbox not found: "+id)
 		return nil
@@ -575,7 +537,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, args []string) 
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, s.execView(ex, lastN(r)))
+	fakekit.WriteJSON(w, http.StatusOK, s.execView(ex, lastN(r)))
 }
 
 func (s *Server) waitExecution(w http.ResponseWriter, r *http.Request, args []string) {
@@ -604,7 +566,7 @@ func (s *Server) waitExecution(w http.ResponseWriter, r *http.Request, args []st
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, s.execView(ex, lastN(r)))
+	fakekit.WriteJSON(w, http.StatusOK, s.execView(ex, lastN(r)))
 }
 
 func lastN(r *http.Request) int {
@@ -686,7 +648,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, args []string) {
 		apiError(w, http.StatusBadRequest, "path and file are required")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{})
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request, args []string) {
@@ -744,13 +706,7 @@ func (s *Server) view(b *devbox) map[string]any {
 }
 
 func apiError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"message": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	fakekit.WriteJSON(w, status, map[string]any{"message": msg})
 }
 
 func writeFile(dest string, r io.Reader) error {
@@ -772,14 +728,4 @@ func newID() string {
 	b := make([]byte, 10)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-type recorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *recorder) WriteHeader(status int) {
-	r.status = status
-	r.ResponseWriter.WriteHeader(status)
 }
