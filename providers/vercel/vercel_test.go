@@ -447,7 +447,7 @@ func TestUploadIsOneRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := srv.Calls()[before:]
-	if len(calls) != 1 || calls[0].Endpoint != "write" || calls[0].Bytes != int64(len(tgz)) {
+	if len(calls) != 1 || calls[0].Endpoint != "write" || calls[0].RequestBytes != int64(len(tgz)) {
 		t.Errorf("Upload requests = %+v, want one fs/write carrying the %d-byte archive as is", calls, len(tgz))
 	}
 	if b, err := os.ReadFile(sb.WorkDir() + "/proj/d/x.txt"); err != nil || string(b) != "x" {

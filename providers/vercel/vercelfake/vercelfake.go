@@ -24,6 +24,7 @@ package vercelfake
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -64,23 +65,16 @@ type Server struct {
 	Faults fakekit.Faults
 
 	srv *httptest.Server
+	log fakekit.Log
 
 	mu        sync.Mutex
-	sandboxes map[string]*sandbox // by name
+	sandboxes fakekit.Boxes[*sandbox] // by name
 	sessions  map[string]*session
 	commands  map[string]*command
-	order     []string
-	created   int
-	deleted   int
-	calls     []Call
 }
 
-// Call is one request the fake received.
-type Call struct {
-	Endpoint, Method, Path string
-	Status                 int
-	Bytes                  int64 // request body size
-}
+// Call is one request the fake received; RequestBytes is the request body's size.
+type Call = fakekit.Call
 
 type sandbox struct {
 	Name       string
@@ -120,8 +114,8 @@ type command struct {
 // New starts a fake with the given credentials. Close it when done.
 func New(token, teamID, projectID string) *Server {
 	s := &Server{Token: token, TeamID: teamID, ProjectID: projectID,
-		sandboxes: map[string]*sandbox{}, sessions: map[string]*session{}, commands: map[string]*command{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+		sessions: map[string]*session{}, commands: map[string]*command{}}
+	s.srv = httptest.NewServer(s.log.Handler(s.route))
 	s.URL = s.srv.URL
 	return s
 }
@@ -135,30 +129,21 @@ func (s *Server) Close() {
 			se.stopTimer.Stop()
 		}
 	}
-	for _, sb := range s.sandboxes {
+	for _, sb := range s.sandboxes.Live() {
 		os.RemoveAll(sb.home)
 	}
 	s.mu.Unlock()
 	s.srv.Close()
 }
 
-// Ledger is the fake's record of sandboxes.
-type Ledger struct {
-	Created, Deleted int
-	Alive            []string // names, in creation order
-}
+// Ledger is the fake's record of sandboxes; Alive holds names, in creation order.
+type Ledger = fakekit.Ledger
 
 // Ledger returns the record of sandboxes.
 func (s *Server) Ledger() Ledger {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := Ledger{Created: s.created, Deleted: s.deleted}
-	for _, n := range s.order {
-		if _, ok := s.sandboxes[n]; ok {
-			l.Alive = append(l.Alive, n)
-		}
-	}
-	return l
+	return s.sandboxes.Ledger()
 }
 
 // Sandbox describes a live sandbox, for assertions.
@@ -174,7 +159,7 @@ type Sandbox struct {
 func (s *Server) Sandbox(name string) (Sandbox, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[name]
+	sb, ok := s.sandboxes.Get(name)
 	if !ok {
 		return Sandbox{}, false
 	}
@@ -186,29 +171,21 @@ func (s *Server) Sandbox(name string) (Sandbox, bool) {
 func (s *Server) StopSession(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sb, ok := s.sandboxes[name]; ok {
+	if sb, ok := s.sandboxes.Get(name); ok {
 		s.stopLocked(s.sessions[sb.sessionID])
 	}
 }
 
 // Calls returns every request received so far.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.log.Calls() }
 
 // Count returns how many requests endpoint received, rejected ones included.
-func (s *Server) Count(endpoint string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		if c.Endpoint == endpoint {
-			n++
-		}
-	}
-	return n
+func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
+
+// lookup returns the live sandbox name, or nil.
+func (s *Server) lookup(name string) *sandbox {
+	sb, _ := s.sandboxes.Get(name)
+	return sb
 }
 
 var (
@@ -216,16 +193,6 @@ var (
 	reSession = regexp.MustCompile(`^/v2/sandboxes/sessions/([^/]+)(/.*)?$`)
 	reCmd     = regexp.MustCompile(`^/cmd/([^/]+)(/kill)?$`)
 )
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	counted := &countingBody{rc: r.Body}
-	r.Body = counted
-	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-	endpoint := s.route(rec, r)
-	s.mu.Lock()
-	s.calls = append(s.calls, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.status, Bytes: counted.n})
-	s.mu.Unlock()
-}
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 	p, m := strings.TrimPrefix(r.URL.Path, "/api"), r.Method
@@ -284,20 +251,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		apiError(w, http.StatusForbidden, "forbidden", "You don't have permission to access the team "+r.URL.Query().Get("teamId"))
 		return endpoint
 	}
-	if f, ok := s.Faults.Hit(endpoint); ok {
-		for k, v := range f.Header {
-			w.Header().Set(k, v)
-		}
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		if f.Body != "" {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(f.Status)
-			io.WriteString(w, f.Body)
-		} else {
-			apiError(w, f.Status, "internal_server_error", "injected fault")
-		}
+	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) {
+		apiError(w, status, "internal_server_error", "injected fault")
+	}) {
 		return endpoint
 	}
 	h(w, r, args)
@@ -352,13 +308,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 	if in.Name == "" {
 		in.Name = "sandbox-" + newID()
 	}
-	if _, taken := s.sandboxes[in.Name]; taken {
+	if _, taken := s.sandboxes.Get(in.Name); taken {
 		os.RemoveAll(home)
 		apiError(w, http.StatusConflict, "conflict", "A sandbox named "+in.Name+" already exists")
 		return
 	}
 	sb := &sandbox{Name: in.Name, Persistent: true, Runtime: in.Runtime, Image: in.Image, Timeout: 300_000, VCPUs: 2,
-		Tags: in.Tags, Region: firstNonEmpty(in.Region, "iad1"), CreatedAt: time.Now(), home: home}
+		Tags: in.Tags, Region: cmp.Or(in.Region, "iad1"), CreatedAt: time.Now(), home: home}
 	if in.Image == "" && in.Runtime == "" {
 		sb.Image = "vercel/sandbox/universal"
 	}
@@ -372,10 +328,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 		sb.VCPUs = in.Resources.VCPUs
 	}
 	se := s.startSessionLocked(sb)
-	s.sandboxes[sb.Name] = sb
-	s.order = append(s.order, sb.Name)
-	s.created++
-	writeJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxView(sb), "session": s.sessionView(se), "routes": []any{}, "resumed": false})
+	s.sandboxes.Add(sb.Name, sb)
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxView(sb), "session": s.sessionView(se), "routes": []any{}, "resumed": false})
 }
 
 func (s *Server) startSessionLocked(sb *sandbox) *session {
@@ -425,7 +379,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, args []strin
 			s.armTimeoutLocked(se)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session": s.sessionView(se), "routes": []any{}})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"session": s.sessionView(se), "routes": []any{}})
 }
 
 func (s *Server) stopSession(w http.ResponseWriter, r *http.Request, args []string) {
@@ -438,10 +392,10 @@ func (s *Server) stopSession(w http.ResponseWriter, r *http.Request, args []stri
 	}
 	s.stopLocked(se)
 	out := map[string]any{"session": s.sessionView(se)}
-	if sb, ok := s.sandboxes[se.Sandbox]; ok {
+	if sb, ok := s.sandboxes.Get(se.Sandbox); ok {
 		out["sandbox"] = s.sandboxView(sb)
 	}
-	writeJSON(w, http.StatusOK, out)
+	fakekit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
@@ -451,7 +405,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[args[0]]
+	sb, ok := s.sandboxes.Get(args[0])
 	if !ok {
 		apiError(w, http.StatusNotFound, "not_found", "Sandbox not found: "+args[0])
 		return
@@ -462,7 +416,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
 		se = s.startSessionLocked(sb)
 		resumed = true
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxView(sb), "session": s.sessionView(se), "routes": []any{}, "resumed": resumed})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxView(sb), "session": s.sessionView(se), "routes": []any{}, "resumed": resumed})
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, args []string) {
@@ -471,7 +425,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, args []string) {
 		return
 	}
 	s.mu.Lock()
-	sb, ok := s.sandboxes[args[0]]
+	sb, ok := s.sandboxes.Get(args[0])
 	if !ok {
 		s.mu.Unlock()
 		apiError(w, http.StatusNotFound, "not_found", "Sandbox not found: "+args[0])
@@ -479,13 +433,12 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, args []string) {
 	}
 	se := s.sessions[sb.sessionID]
 	s.stopLocked(se)
-	delete(s.sandboxes, sb.Name)
-	s.deleted++
+	s.sandboxes.Delete(sb.Name)
 	view := s.sandboxView(sb)
 	s.mu.Unlock()
 	se.procs.KillAll()
 	os.RemoveAll(sb.home)
-	writeJSON(w, http.StatusOK, map[string]any{"sandbox": view})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": view})
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
@@ -507,9 +460,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var match []*sandbox
-	for _, n := range s.order {
-		sb, ok := s.sandboxes[n]
-		if !ok || !strings.HasPrefix(sb.Name, q.Get("namePrefix")) {
+	for _, sb := range s.sandboxes.Live() {
+		if !strings.HasPrefix(sb.Name, q.Get("namePrefix")) {
 			continue
 		}
 		all := true
@@ -534,7 +486,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
 		n := strconv.Itoa(end)
 		next = &n
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": views, "pagination": map[string]any{"count": len(views), "next": next}})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandboxes": views, "pagination": map[string]any{"count": len(views), "next": next}})
 }
 
 // running returns the session and its sandbox, or answers 404/410.
@@ -550,7 +502,7 @@ func (s *Server) running(w http.ResponseWriter, id string) (*session, *sandbox) 
 		apiError(w, http.StatusGone, "sandbox_stopped", "Sandbox is stopped")
 		return nil, nil
 	}
-	return se, s.sandboxes[se.Sandbox]
+	return se, s.lookup(se.Sandbox)
 }
 
 func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, args []string) {
@@ -581,7 +533,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, args []strin
 		path = lp
 	}
 	home := sb.home
-	cmd := &command{ID: "cmd_" + newID(), SessionID: se.ID, Name: in.Command, Args: in.Args, Cwd: firstNonEmpty(in.Cwd, home), StartedAt: time.Now(), done: make(chan struct{})}
+	cmd := &command{ID: "cmd_" + newID(), SessionID: se.ID, Name: in.Command, Args: in.Args, Cwd: cmp.Or(in.Cwd, home), StartedAt: time.Now(), done: make(chan struct{})}
 	s.mu.Lock()
 	s.commands[cmd.ID] = cmd
 	s.mu.Unlock()
@@ -609,7 +561,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, args []strin
 	}
 	if !in.Wait {
 		go run(nil, nil)
-		writeJSON(w, http.StatusOK, map[string]any{"command": s.commandView(cmd)})
+		fakekit.WriteJSON(w, http.StatusOK, map[string]any{"command": s.commandView(cmd)})
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -642,7 +594,7 @@ func (s *Server) getCommand(w http.ResponseWriter, r *http.Request, args []strin
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"command": s.commandView(cmd)})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"command": s.commandView(cmd)})
 }
 
 func (s *Server) killCommand(w http.ResponseWriter, r *http.Request, args []string) {
@@ -659,12 +611,12 @@ func (s *Server) fsWrite(w http.ResponseWriter, r *http.Request, args []string) 
 		apiError(w, http.StatusBadRequest, "bad_request", "content-type must be application/gzip, got "+ct)
 		return
 	}
-	dir := firstNonEmpty(r.Header.Get("X-Cwd"), "/")
+	dir := cmp.Or(r.Header.Get("X-Cwd"), "/")
 	if err := archive.Extract(r.Context(), r.Body, dir); err != nil {
 		apiError(w, http.StatusBadRequest, "bad_request", "write failed: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{})
 }
 
 func (s *Server) fsRead(w http.ResponseWriter, r *http.Request, args []string) {
@@ -679,7 +631,7 @@ func (s *Server) fsRead(w http.ResponseWriter, r *http.Request, args []string) {
 	}
 	p := in.Path
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(firstNonEmpty(in.Cwd, sb.home), p)
+		p = filepath.Join(cmp.Or(in.Cwd, sb.home), p)
 	}
 	f, err := os.Open(p)
 	if err != nil {
@@ -707,13 +659,13 @@ func (s *Server) fsMkdir(w http.ResponseWriter, r *http.Request, args []string) 
 	}
 	p := in.Path
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(firstNonEmpty(in.Cwd, sb.home), p)
+		p = filepath.Join(cmp.Or(in.Cwd, sb.home), p)
 	}
 	if err := os.Mkdir(p, 0o755); err != nil { // not recursive, like the real API
 		apiError(w, http.StatusBadRequest, "bad_request", "mkdir failed: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{})
 }
 
 func (s *Server) sandboxView(sb *sandbox) map[string]any {
@@ -736,7 +688,7 @@ func (s *Server) sandboxView(sb *sandbox) map[string]any {
 }
 
 func (s *Server) sessionView(se *session) map[string]any {
-	sb := s.sandboxes[se.Sandbox]
+	sb := s.lookup(se.Sandbox)
 	vcpus := 2
 	if sb != nil {
 		vcpus = sb.VCPUs
@@ -813,13 +765,7 @@ func (l *logWriter) emit(b []byte) {
 }
 
 func apiError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	fakekit.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
 func lookPath(name string) (string, error) {
@@ -837,39 +783,3 @@ func newID() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-type recorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *recorder) WriteHeader(status int) {
-	r.status = status
-	r.ResponseWriter.WriteHeader(status)
-}
-
-func (r *recorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-type countingBody struct {
-	rc io.ReadCloser
-	n  int64
-}
-
-func (c *countingBody) Read(p []byte) (int, error) {
-	n, err := c.rc.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func (c *countingBody) Close() error { return c.rc.Close() }
