@@ -21,6 +21,7 @@
 package daytonafake
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -60,22 +61,14 @@ type Server struct {
 	Faults fakekit.Faults
 
 	srv *httptest.Server
+	log fakekit.Log
 
-	mu      sync.Mutex
-	boxes   map[string]*box // by id
-	order   []string
-	created int
-	deleted int
-	calls   []Call
+	mu    sync.Mutex
+	boxes fakekit.Boxes[*box] // by id
 }
 
 // Call is one request the fake received.
-type Call struct {
-	Endpoint string
-	Method   string
-	Path     string
-	Status   int
-}
+type Call = fakekit.Call
 
 type box struct {
 	ID                 string
@@ -96,8 +89,8 @@ type box struct {
 
 // New starts a fake with the given API key. Close it when done.
 func New(apiKey string) *Server {
-	s := &Server{APIKey: apiKey, boxes: map[string]*box{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &Server{APIKey: apiKey}
+	s.srv = httptest.NewServer(s.log.Handler(s.route))
 	s.URL = s.srv.URL
 	return s
 }
@@ -108,7 +101,7 @@ func (s *Server) APIURL() string { return s.URL + "/api" }
 // Close kills every command still running and stops the server.
 func (s *Server) Close() {
 	s.mu.Lock()
-	for _, b := range s.boxes {
+	for _, b := range s.boxes.Live() {
 		b.procs.KillAll()
 		os.RemoveAll(b.home)
 	}
@@ -116,24 +109,14 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
-// Ledger is the fake's record of sandboxes.
-type Ledger struct {
-	Created, Deleted int
-	// Alive lists the ids of sandboxes not deleted, in creation order.
-	Alive []string
-}
+// Ledger is the fake's record of sandboxes; Alive holds ids, in creation order.
+type Ledger = fakekit.Ledger
 
 // Ledger returns the record of sandboxes.
 func (s *Server) Ledger() Ledger {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := Ledger{Created: s.created, Deleted: s.deleted}
-	for _, id := range s.order {
-		if _, ok := s.boxes[id]; ok {
-			l.Alive = append(l.Alive, id)
-		}
-	}
-	return l
+	return s.boxes.Ledger()
 }
 
 // Sandbox describes one live sandbox, for assertions.
@@ -157,38 +140,16 @@ func (s *Server) Sandbox(idOrName string) (Sandbox, bool) {
 }
 
 // Calls returns every request received so far.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.log.Calls() }
 
 // Count returns how many requests endpoint received, rejected ones included.
-func (s *Server) Count(endpoint string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		if c.Endpoint == endpoint {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
 
 var (
 	reBox     = regexp.MustCompile(`^/api/sandbox/([^/]+)$`)
 	reBoxOp   = regexp.MustCompile(`^/api/sandbox/([^/]+)/(start|stop)$`)
 	reToolbox = regexp.MustCompile(`^/toolbox/([^/]+)/(process/execute|files/upload|files/bulk-upload|files/download)$`)
 )
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-	endpoint := s.route(rec, r)
-	s.mu.Lock()
-	s.calls = append(s.calls, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.status})
-	s.mu.Unlock()
-}
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 	p := r.URL.Path
@@ -229,20 +190,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		apiError(w, r, http.StatusUnauthorized, "Invalid credentials")
 		return endpoint
 	}
-	if f, ok := s.Faults.Hit(endpoint); ok {
-		for k, v := range f.Header {
-			w.Header().Set(k, v)
-		}
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		if f.Body != "" {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(f.Status)
-			io.WriteString(w, f.Body)
-		} else {
-			apiError(w, r, f.Status, "injected fault")
-		}
+	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, r, status, "injected fault") }) {
 		return endpoint
 	}
 	handler(w, r, args)
@@ -301,9 +249,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 	if b.Snapshot == "" && b.BuildFrom == "" {
 		b.Snapshot = "daytonaio/sandbox:0.4.3"
 	}
-	s.boxes[id] = b
-	s.order = append(s.order, id)
-	s.created++
+	s.boxes.Add(id, b)
 	writeJSON(w, http.StatusOK, s.view(b))
 }
 
@@ -352,8 +298,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, args []string) {
 		apiError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID or name %s not found", args[0]))
 		return
 	}
-	delete(s.boxes, b.ID)
-	s.deleted++
+	s.boxes.Delete(b.ID)
 	b.State = "destroying"
 	v := s.view(b)
 	s.mu.Unlock()
@@ -385,12 +330,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var match []*box
-	for _, id := range s.order {
-		b, ok := s.boxes[id]
-		if !ok || (len(states) > 0 && !slices.Contains(states, b.State)) {
+	for _, b := range s.boxes.Live() {
+		if len(states) > 0 && !slices.Contains(states, b.State) {
 			continue
 		}
-		ok = true
+		ok := true
 		for k, v := range want {
 			if b.Labels[k] != v {
 				ok = false
@@ -419,7 +363,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
 func (s *Server) started(w http.ResponseWriter, r *http.Request, id string) *box {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.boxes[id]
+	b, _ := s.boxes.Get(id)
 	if b == nil {
 		apiError(w, r, http.StatusNotFound, "sandbox not found")
 		return nil
@@ -598,10 +542,10 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, args []string)
 }
 
 func (s *Server) find(idOrName string) *box {
-	if b, ok := s.boxes[idOrName]; ok {
+	if b, ok := s.boxes.Get(idOrName); ok {
 		return b
 	}
-	for _, b := range s.boxes {
+	for _, b := range s.boxes.Live() {
 		if b.Name == idOrName {
 			return b
 		}
@@ -612,7 +556,7 @@ func (s *Server) find(idOrName string) *box {
 func (s *Server) view(b *box) map[string]any {
 	v := map[string]any{
 		"id": b.ID, "name": b.Name, "organizationId": "org-fake", "snapshot": b.Snapshot, "user": "daytona",
-		"env": map[string]string{}, "labels": b.Labels, "public": false, "networkBlockAll": false, "target": firstNonEmpty(b.Target, "us"),
+		"env": map[string]string{}, "labels": b.Labels, "public": false, "networkBlockAll": false, "target": cmp.Or(b.Target, "us"),
 		"cpu": 1, "gpu": 0, "memory": 1, "disk": 3, "state": b.State, "desiredState": "started",
 		"autoStopInterval": b.AutoStopInterval, "autoArchiveInterval": 10080, "autoDeleteInterval": b.AutoDeleteInterval,
 		"createdAt": b.CreatedAt.Format(time.RFC3339), "updatedAt": time.Now().UTC().Format(time.RFC3339),
@@ -669,21 +613,4 @@ func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-type recorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *recorder) WriteHeader(status int) {
-	r.status = status
-	r.ResponseWriter.WriteHeader(status)
 }
