@@ -98,12 +98,12 @@ type Server struct {
 	FaultsAfterRun fakekit.Faults
 
 	srv *httptest.Server
+	log fakekit.Log
 
 	mu         sync.Mutex
 	sessions   map[string]*session
 	order      []string
-	tokens     map[string]string // clientToken → session id
-	calls      []Call
+	tokens     map[string]string              // clientToken → session id
 	streamErrs map[string]map[int]StreamError // "invoke:<tool>" → call number → error
 	counts     map[string]int                 // calls per endpoint
 }
@@ -115,16 +115,9 @@ type StreamError struct {
 	Member, Message string
 }
 
-// Call is one request the fake received.
-type Call struct {
-	// Endpoint is "start", "get", "stop", "list" or "invoke:<tool>".
-	Endpoint string
-	Method   string
-	Path     string
-	Status   int
-	// RequestBytes and ResponseBytes are the body sizes.
-	RequestBytes, ResponseBytes int64
-}
+// Call is one request the fake received; Endpoint is "start", "get", "stop", "list" or
+// "invoke:<tool>".
+type Call = fakekit.Call
 
 // Session is the fake's record of one session.
 type Session struct {
@@ -233,22 +226,10 @@ func (s *Server) Terminate(id string) {
 }
 
 // Calls returns every request received so far, in order.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.log.Calls() }
 
 // Count returns how many requests endpoint received, failed ones included.
-func (s *Server) Count(endpoint string) int {
-	n := 0
-	for _, c := range s.Calls() {
-		if c.Endpoint == endpoint {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
 
 // authenticate refuses requests without a SigV4 Authorization header for the fake's key
 // and the bedrock-agentcore service, as AWS does.
@@ -283,48 +264,17 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// recorder remembers the status and body size of a response for the call log.
-type recorder struct {
-	http.ResponseWriter
-	status int
-	n      int64
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	n, err := r.ResponseWriter.Write(p)
-	r.n += int64(n)
-	return n, err
-}
-
-func (r *recorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
 // serve runs one endpoint: it applies injected faults, calls fn with the call's number
 // (1-based, per endpoint) and logs the call.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, body []byte, fn func(w *recorder, n int)) {
-	rec := &recorder{ResponseWriter: w}
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, body []byte, fn func(w *fakekit.Recorder, n int)) {
+	rec := fakekit.NewRecorder(w)
 	s.mu.Lock()
 	s.counts[endpoint]++
 	n := s.counts[endpoint]
 	s.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
-		s.calls = append(s.calls, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.status,
-			RequestBytes: int64(len(body)), ResponseBytes: rec.n})
-		s.mu.Unlock()
+		s.log.Add(Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.Status(),
+			RequestBytes: int64(len(body)), ResponseBytes: rec.Bytes()})
 	}()
 	if f, ok := s.Faults.Hit(endpoint); ok {
 		writeFault(rec, f)
@@ -349,7 +299,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.serve(w, r, "start", body, func(w *recorder, _ int) {
+	s.serve(w, r, "start", body, func(w *fakekit.Recorder, _ int) {
 		interp := r.PathValue("id")
 		var req struct {
 			Name                  *string `json:"name"`
@@ -426,7 +376,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 
 // lookup finds the session named by the request, answering the error itself when there is
 // none.
-func (s *Server) lookup(w *recorder, interp, id string) *session {
+func (s *Server) lookup(w *fakekit.Recorder, interp, id string) *session {
 	if id == "" {
 		writeValidation(w, "sessionId", "1 validation error detected: Value null at 'sessionId' failed to satisfy constraint: Member must not be null")
 		return nil
@@ -442,7 +392,7 @@ func (s *Server) lookup(w *recorder, interp, id string) *session {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, "get", nil, func(w *recorder, _ int) {
+	s.serve(w, r, "get", nil, func(w *fakekit.Recorder, _ int) {
 		ss := s.lookup(w, r.PathValue("id"), r.URL.Query().Get("sessionId"))
 		if ss == nil {
 			return
@@ -471,7 +421,7 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.serve(w, r, "stop", body, func(w *recorder, _ int) {
+	s.serve(w, r, "stop", body, func(w *fakekit.Recorder, _ int) {
 		ss := s.lookup(w, r.PathValue("id"), r.URL.Query().Get("sessionId"))
 		if ss == nil {
 			return
@@ -512,7 +462,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.serve(w, r, "list", body, func(w *recorder, _ int) {
+	s.serve(w, r, "list", body, func(w *fakekit.Recorder, _ int) {
 		interp := r.PathValue("id")
 		var req struct {
 			MaxResults *int   `json:"maxResults"`
@@ -640,7 +590,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	var req invokeRequest
 	jsonErr := json.Unmarshal(body, &req)
 	endpoint := "invoke:" + req.Name
-	s.serve(w, r, endpoint, body, func(w *recorder, n int) {
+	s.serve(w, r, endpoint, body, func(w *fakekit.Recorder, n int) {
 		switch {
 		case int64(len(body)) > limit:
 			writeValidation(w, "arguments", fmt.Sprintf("Request body exceeds the maximum allowed size of %d bytes", limit))
@@ -900,12 +850,7 @@ func writeValidation(w http.ResponseWriter, field, message string) {
 // writeFault answers an injected fault; a fault without a body gets the error type AWS
 // uses for its status.
 func writeFault(w http.ResponseWriter, f fakekit.Fault) {
-	for k, v := range f.Header {
-		w.Header().Set(k, v)
-	}
-	if f.RetryAfter != "" {
-		w.Header().Set("Retry-After", f.RetryAfter)
-	}
+	f.SetHeaders(w.Header())
 	if f.Body != "" {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("x-amzn-RequestId", newID())
