@@ -108,6 +108,8 @@ type Options struct {
 	Hostname string
 	// Alive reports whether a PID runs on this host; nil means kill(pid, 0).
 	Alive func(pid int) bool
+	// RunID, when set, limits List and GC to the sandboxes of that run.
+	RunID string
 }
 
 func (o Options) now() time.Time {
@@ -220,6 +222,9 @@ func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger
 	out := make([]Entry, 0, len(order))
 	for _, k := range order {
 		e := byKey[k]
+		if opts.RunID != "" && e.RunID != opts.RunID {
+			continue
+		}
 		e.Owner = ownerState(*e, host, opts)
 		out = append(out, *e)
 	}

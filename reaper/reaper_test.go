@@ -214,3 +214,22 @@ func sortedCopy(s []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+func TestListAndGCOneRun(t *testing.T) {
+	t.Parallel()
+	docker := &fakeLister{infos: []providers.Info{
+		info("c-mine", hourAgo, time.Time{}, deadPIDConst, "ci-1"),
+		info("c-theirs", hourAgo, time.Time{}, deadPIDConst, "ci-1"),
+	}}
+	docker.infos[0].RunID, docker.infos[1].RunID = "run-mine", "run-theirs"
+	opts := testOpts
+	opts.RunID = "run-mine"
+	got, err := ListLedger(t.Context(), map[string]providers.Lister{"docker": docker}, &memLedger{}, opts)
+	if err != nil || len(got) != 1 || got[0].ID != "c-mine" {
+		t.Fatalf("ListLedger(RunID) = %+v, %v; want only c-mine", got, err)
+	}
+	rep, err := GCLedger(t.Context(), map[string]providers.Lister{"docker": docker}, &memLedger{}, 0, false, opts)
+	if err != nil || len(rep.Deleted) != 1 || rep.Deleted[0].ID != "c-mine" {
+		t.Fatalf("GCLedger(RunID) deleted %+v, %v; want only c-mine", rep.Deleted, err)
+	}
+}

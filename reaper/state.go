@@ -31,12 +31,19 @@ func (d stateLedger) Entries() ([]LedgerEntry, error) {
 func (d stateLedger) Forget(provider, id string) error { return state.Remove(string(d), provider, id) }
 
 // List merges the ledger in stateDir with what each lister reports; see ListLedger.
-func List(ctx context.Context, listers map[string]providers.Lister, stateDir string) ([]Entry, error) {
-	return ListLedger(ctx, listers, StateLedger(stateDir), Options{})
+func List(ctx context.Context, listers map[string]providers.Lister, stateDir string, opts ...Options) ([]Entry, error) {
+	return ListLedger(ctx, listers, StateLedger(stateDir), firstOptions(opts))
 }
 
 // GC deletes orphaned sandboxes and forgets ledger entries of sandboxes that are gone;
 // see GCLedger and Decide.
-func GC(ctx context.Context, listers map[string]providers.Lister, stateDir string, olderThan time.Duration, dryRun bool) (Report, error) {
-	return GCLedger(ctx, listers, StateLedger(stateDir), olderThan, dryRun, Options{})
+func GC(ctx context.Context, listers map[string]providers.Lister, stateDir string, olderThan time.Duration, dryRun bool, opts ...Options) (Report, error) {
+	return GCLedger(ctx, listers, StateLedger(stateDir), olderThan, dryRun, firstOptions(opts))
+}
+
+func firstOptions(opts []Options) Options {
+	if len(opts) > 0 {
+		return opts[0]
+	}
+	return Options{}
 }

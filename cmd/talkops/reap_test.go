@@ -46,9 +46,10 @@ type listed struct {
 	RunID    string `json:"run_id"`
 }
 
-func sandboxList(t *testing.T, dir string, env map[string]string, provider string) []listed {
+// sandboxList lists one run's sandboxes: other tests may share the Docker engine.
+func sandboxList(t *testing.T, dir string, env map[string]string, provider, runID string) []listed {
 	t.Helper()
-	got := runIn(t, dir, env, "sandbox", "ls", "--json", "--provider", provider)
+	got := runIn(t, dir, env, "sandbox", "ls", "--json", "--provider", provider, "--run-id", runID)
 	if got.code != 0 {
 		t.Fatalf("sandbox ls: exit %d\n%s%s", got.code, got.stdout, got.stderr)
 	}
@@ -85,9 +86,9 @@ func TestKilledRunIsReaped(t *testing.T) {
 					}
 					cmd, out := startTalkops(t, dir, env, "--sandbox", provider, "--rubric", "r.toml", "-q")
 					// Wait until the check runs: the run's state entry exists and the stage is rubric.
-					waitStage(t, dir, "rubric", 60*time.Second)
+					runID := waitStage(t, dir, "rubric", 60*time.Second)
 					time.Sleep(300 * time.Millisecond)
-					if got := sandboxList(t, dir, env, provider); len(got) != 1 {
+					if got := sandboxList(t, dir, env, provider, runID); len(got) != 1 {
 						t.Fatalf("while running, sandbox ls = %+v, want the run's sandbox", got)
 					}
 					_ = cmd.Process.Signal(sig)
@@ -97,18 +98,18 @@ func TestKilledRunIsReaped(t *testing.T) {
 						if code != 143 {
 							t.Fatalf("SIGTERM: exit %d, want 143\n%s", code, out)
 						}
-						if got := sandboxList(t, dir, env, provider); len(got) != 0 {
+						if got := sandboxList(t, dir, env, provider, runID); len(got) != 0 {
 							t.Fatalf("after SIGTERM the sandbox remains: %+v", got)
 						}
 					case syscall.SIGKILL:
-						if got := sandboxList(t, dir, env, provider); len(got) != 1 {
+						if got := sandboxList(t, dir, env, provider, runID); len(got) != 1 {
 							t.Fatalf("after SIGKILL, sandbox ls = %+v, want the orphan", got)
 						}
-						gc := runIn(t, dir, env, "sandbox", "gc", "--provider", provider, "--older-than", "0s")
+						gc := runIn(t, dir, env, "sandbox", "gc", "--provider", provider, "--older-than", "0s", "--run-id", runID)
 						if gc.code != 0 {
 							t.Fatalf("sandbox gc: exit %d\n%s%s", gc.code, gc.stdout, gc.stderr)
 						}
-						if got := sandboxList(t, dir, env, provider); len(got) != 0 {
+						if got := sandboxList(t, dir, env, provider, runID); len(got) != 0 {
 							t.Fatalf("after gc the orphan remains: %+v\n%s", got, gc.stdout)
 						}
 					}
@@ -118,8 +119,8 @@ func TestKilledRunIsReaped(t *testing.T) {
 	}
 }
 
-// waitStage polls result.json until the named stage is running.
-func waitStage(t *testing.T, dir, stage string, within time.Duration) {
+// waitStage polls result.json until the named stage is running, and returns the run id.
+func waitStage(t *testing.T, dir, stage string, within time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
@@ -128,11 +129,12 @@ func waitStage(t *testing.T, dir, stage string, within time.Duration) {
 			var r result.Result
 			if data, err := os.ReadFile(matches[0]); err == nil && json.Unmarshal(data, &r) == nil {
 				if stageStatus(&r, stage) == "running" {
-					return
+					return r.Run.ID
 				}
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("stage %s did not start within %s", stage, within)
+	return ""
 }

@@ -25,6 +25,7 @@ type sandboxFlags struct {
 	Provider []string `name:"provider" short:"p" sep:"," placeholder:"NAME" help:"Only these providers (repeatable or comma-separated); default: every configured provider that can list sandboxes."`
 	JSON     bool     `name:"json" help:"Print JSON instead of a table."`
 	StateDir string   `name:"state-dir" type:"path" placeholder:"DIR" help:"Ledger of created sandboxes (default: $XDG_STATE_HOME/talkops/sandboxes or ~/.local/state/talkops/sandboxes)."`
+	RunID    string   `name:"run-id" placeholder:"ID" help:"Only the sandboxes of this run (result.json run.id)."`
 }
 
 type sandboxLsCmd struct {
@@ -52,7 +53,7 @@ func (c *sandboxLsCmd) Run(ctx context.Context, a *app, listers reaper.ListerFun
 		return usageErr(fmt.Errorf("sandbox ls: %w", err))
 	}
 	defer func() { _ = reaper.CloseListers(ls) }() // only releases idle API connections once the work is done
-	entries, listErr := reaper.List(ctx, ls, c.stateDir(a))
+	entries, listErr := reaper.List(ctx, ls, c.stateDir(a), reaper.Options{RunID: c.RunID})
 	if c.JSON {
 		if entries == nil {
 			entries = []reaper.Entry{}
@@ -77,7 +78,7 @@ func (c *sandboxGcCmd) Run(ctx context.Context, a *app, listers reaper.ListerFun
 		return usageErr(fmt.Errorf("sandbox gc: %w", err))
 	}
 	defer func() { _ = reaper.CloseListers(ls) }() // only releases idle API connections once the work is done
-	rep, gcErr := reaper.GC(ctx, ls, c.stateDir(a), c.OlderThan, c.DryRun)
+	rep, gcErr := reaper.GC(ctx, ls, c.stateDir(a), c.OlderThan, c.DryRun, reaper.Options{RunID: c.RunID})
 	if c.JSON {
 		err = reaper.WriteJSON(a.stdout, rep)
 	} else {
