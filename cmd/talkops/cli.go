@@ -88,7 +88,7 @@ func (a *app) main(ctx context.Context, args []string) (err error) {
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(kongExit{code}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
-		kong.Vars(helpVars()),
+		helpVars(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(a),
 		kong.Bind(reaper.ListerFunc(a.listers)),

@@ -90,7 +90,10 @@ func TestPipedStdinIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	go func() { w.WriteString("diff --git a b\n"); w.Close() }()
+	go func() {
+		_, _ = w.WriteString("diff --git a b\n") // a failed write shows as a wrong prompt below
+		_ = w.Close()
+	}()
 	got, err := resolvePrompt(promptInput{flag: "review", stdin: r})
 	if err != nil || got != "diff --git a b\n\nreview" {
 		t.Fatalf("resolvePrompt() = %q, %v", got, err)
