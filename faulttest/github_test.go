@@ -21,7 +21,8 @@ const ghToken = "ghs_faulttestGitHubTokenCanary0000000000"
 // a test can search them. Requests matching hold ("METHOD part-of-the-path") wait until
 // the test releases them: that keeps talkops inside its publish stage.
 type githubFake struct {
-	srv *httptest.Server
+	srv   *httptest.Server
+	token string // the GITHUB_TOKEN it accepts
 
 	mu      sync.Mutex
 	bodies  []string // "METHOD path\nbody" of every request
@@ -36,7 +37,7 @@ type githubFake struct {
 
 func newGitHubFake(t testing.TB) *githubFake {
 	t.Helper()
-	f := &githubFake{nextID: 100, held: make(chan struct{}), release: make(chan struct{})}
+	f := &githubFake{token: ghToken, nextID: 100, held: make(chan struct{}), release: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(func() {
 		f.releaseHeld()
@@ -61,7 +62,8 @@ func (f *githubFake) failAll(status int) {
 	f.mu.Unlock()
 }
 
-// recorded returns every request as "METHOD path\nbody".
+// recorded returns every request as "METHOD path\nbody" (the Authorization header, where
+// the token belongs, is left out).
 func (f *githubFake) recorded() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -72,7 +74,7 @@ func (f *githubFake) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	path := strings.TrimPrefix(r.URL.Path, "/api/v3")
 	f.mu.Lock()
-	f.bodies = append(f.bodies, r.Method+" "+r.URL.RequestURI()+"\n"+r.Header.Get("Authorization")+"\n"+string(body))
+	f.bodies = append(f.bodies, r.Method+" "+r.URL.RequestURI()+"\n"+string(body))
 	f.nextID++
 	id := f.nextID
 	hold := f.holdFor != "" && strings.HasPrefix(f.holdFor, r.Method+" ") && strings.Contains(path, strings.TrimPrefix(f.holdFor, r.Method+" "))
@@ -86,7 +88,7 @@ func (f *githubFake) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Header.Get("Authorization") != "Bearer "+ghToken {
+	if r.Header.Get("Authorization") != "Bearer "+f.token {
 		writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"message": "Bad credentials"})
 		return
 	}
@@ -143,7 +145,7 @@ func (f *githubFake) actionsEnv(t testing.TB, root string) map[string]string {
 	return map[string]string{
 		"GITHUB_ACTIONS":      "true",
 		"CI":                  "true",
-		"GITHUB_TOKEN":        ghToken,
+		"GITHUB_TOKEN":        f.token,
 		"GITHUB_API_URL":      f.srv.URL + "/api/v3",
 		"GITHUB_SERVER_URL":   "https://github.example",
 		"GITHUB_REPOSITORY":   "acme/infra",
