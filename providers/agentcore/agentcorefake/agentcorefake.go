@@ -272,8 +272,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, 
 	s.counts[endpoint]++
 	n := s.counts[endpoint]
 	s.mu.Unlock()
+	i := s.log.Start(Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path})
 	defer func() {
-		s.log.Add(Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.Status(),
+		s.log.Finish(i, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.Status(),
 			RequestBytes: int64(len(body)), ResponseBytes: rec.Bytes()})
 	}()
 	if f, ok := s.Faults.Hit(endpoint); ok {

@@ -20,28 +20,42 @@ type Call struct {
 	RequestBytes, ResponseBytes int64
 }
 
-// Log is a fake's record of the requests it received. The zero value is ready; it is
-// safe for concurrent use.
+// Log is a fake's record of the requests it received, in the order they arrived. The
+// zero value is ready; it is safe for concurrent use.
+//
+// A call takes its place in the log when it arrives and is filled in when it has been
+// answered, so a client that has its answer (a streamed one may end before the handler
+// returns) finds the call ahead of any it sends next.
 type Log struct {
 	mu    sync.Mutex
 	calls []Call
 }
 
-// Add appends c to the log.
-func (l *Log) Add(c Call) {
+// Start logs the arrival of c and returns its place for Finish.
+func (l *Log) Start(c Call) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls = append(l.calls, c)
+	return len(l.calls) - 1
 }
 
-// Calls returns every call so far, in the order they ended.
+// Finish records c, the completed call, at the place Start returned.
+func (l *Log) Finish(i int, c Call) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls[i] = c
+}
+
+// Calls returns every call so far, in the order they arrived; a call still being served
+// has only its Method and Path.
 func (l *Log) Calls() []Call {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.calls)
 }
 
-// Count returns how many calls endpoint received, rejected and failed ones included.
+// Count returns how many answered calls endpoint received, rejected and failed ones
+// included.
 func (l *Log) Count(endpoint string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -61,8 +75,9 @@ func (l *Log) Handler(route func(w http.ResponseWriter, r *http.Request) string)
 		body := &countingBody{rc: r.Body}
 		r.Body = body
 		rec := NewRecorder(w)
+		i := l.Start(Call{Method: r.Method, Path: r.URL.Path})
 		endpoint := route(rec, r)
-		l.Add(Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.Status(),
+		l.Finish(i, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.Status(),
 			RequestBytes: body.n, ResponseBytes: rec.Bytes()})
 	})
 }

@@ -195,3 +195,51 @@ func TestBoxes(t *testing.T) {
 		t.Errorf("Ledger() mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestLogArrivalOrder: a call keeps the place it arrived in while it is served, so a
+// call sent after a streamed answer was read is logged after it.
+func TestLogArrivalOrder(t *testing.T) {
+	var l Log
+	release := make(chan struct{})
+	srv := httptest.NewServer(l.Handler(func(w http.ResponseWriter, r *http.Request) string {
+		if r.URL.Path == "/stream" {
+			io.WriteString(w, "all of it")
+			w.(http.Flusher).Flush()
+			<-release // the handler is still running when the client has read everything
+		}
+		return strings.TrimPrefix(r.URL.Path, "/")
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len("all of it"))
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Calls(); len(got) != 1 || got[0].Endpoint != "" || got[0].Path != "/stream" {
+		t.Errorf("Calls() while /stream is served = %+v, want it in place with no endpoint yet", got)
+	}
+	if n := l.Count("stream"); n != 0 {
+		t.Errorf("Count(stream) while it is served = %d, want 0", n)
+	}
+	r2, err := http.Get(srv.URL + "/next")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	close(release)
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Count("stream") == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	var eps []string
+	for _, c := range l.Calls() {
+		eps = append(eps, c.Endpoint)
+	}
+	if diff := cmp.Diff([]string{"stream", "next"}, eps); diff != "" {
+		t.Errorf("endpoints mismatch (-want +got):\n%s", diff)
+	}
+}
