@@ -1,0 +1,211 @@
+// Package cloudtest holds what the cloud providers' tests share: a getenv from pairs, fast
+// retries, the Spec they start from, contract-suite harnesses for a fake and for the real
+// service, and the checks their fault, retry, upload and configuration tests repeat.
+package cloudtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/archive"
+	"github.com/talkops/talkops/providers/httpapi"
+	"github.com/talkops/talkops/providers/httpapi/fakekit"
+)
+
+// FastRetry keeps retry tests quick; the backoff itself is tested in httpapi.
+var FastRetry = httpapi.Retry{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
+
+// Env returns a getenv that knows the key, value pairs kv and nothing else.
+func Env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+// Spec returns the Spec of a talkops run: a 20-minute TTL and the run id, creator and
+// expiry (2030-01-02T03:04:05Z) labels.
+func Spec(runID string) providers.Spec {
+	return providers.Spec{RunID: runID, TTL: 20 * time.Minute, Labels: map[string]string{
+		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops", providers.LabelExpiresAt: "2030-01-02T03:04:05Z",
+	}}
+}
+
+// Create creates a sandbox, failing the test if it cannot, and closes it when the test
+// ends.
+func Create(t *testing.T, p providers.Provider, s providers.Spec) providers.Sandbox {
+	t.Helper()
+	sb, err := p.Create(t.Context(), s)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	return sb
+}
+
+// FakeHarness runs the contract suite against a provider pointed at a fake.
+type FakeHarness struct {
+	// Provider returns a provider pointed at the fake.
+	Provider func(t *testing.T) providers.Provider
+	// Ledger returns the ids of the sandboxes the fake holds alive.
+	Ledger func() []string
+	// Stop stops the fake.
+	Stop func()
+}
+
+// NewProvider implements providertest.Harness.
+func (h FakeHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	return h.Provider(t)
+}
+
+// Spec implements providertest.Harness: the suite's defaults.
+func (FakeHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+
+// Alive implements providertest.Harness from the fake's ledger.
+func (h FakeHarness) Alive(context.Context) ([]string, bool) { return h.Ledger(), true }
+
+// Close implements providertest.Harness.
+func (h FakeHarness) Close() { h.Stop() }
+
+// LiveHarness runs the contract suite against the real service.
+type LiveHarness struct {
+	// New builds a provider from the environment; it must be a providers.Lister too.
+	New func() (providers.Provider, error)
+	// Gone, when set, says which listed sandboxes are already on their way out and do
+	// not count as alive.
+	Gone func(providers.Info) bool
+}
+
+// NewProvider implements providertest.Harness.
+func (h LiveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
+	p, err := h.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Spec implements providertest.Harness: the suite's defaults.
+func (LiveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
+
+// Alive implements providertest.Harness with the provider's List.
+func (h LiveHarness) Alive(ctx context.Context) ([]string, bool) {
+	p, err := h.New()
+	if err != nil {
+		return nil, false
+	}
+	l, ok := p.(providers.Lister)
+	if !ok {
+		return nil, false
+	}
+	infos, err := l.List(ctx)
+	if err != nil {
+		return nil, false
+	}
+	var ids []string
+	for _, in := range infos {
+		if h.Gone == nil || !h.Gone(in) {
+			ids = append(ids, in.ID)
+		}
+	}
+	return ids, true
+}
+
+// Close implements providertest.Harness.
+func (LiveHarness) Close() {}
+
+// CheckCreate checks what Create returned in a fault test. With wantErr empty, Create
+// must have succeeded; then use, when set, exercises the sandbox and Close must succeed.
+// Otherwise the error must contain wantErr.
+func CheckCreate(t *testing.T, sb providers.Sandbox, err error, wantErr string, use func(*testing.T, providers.Sandbox)) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("Create() error = %v, want it to contain %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Create() = %v, want success", err)
+	}
+	if use != nil {
+		use(t, sb)
+	}
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+}
+
+// CheckCounts checks how many calls each endpoint of want received; count is the fake's
+// Count.
+func CheckCounts(t *testing.T, count func(endpoint string) int, want map[string]int) {
+	t.Helper()
+	for _, ep := range slices.Sorted(maps.Keys(want)) {
+		if got := count(ep); got != want[ep] {
+			t.Errorf("%s calls = %d, want %d", ep, got, want[ep])
+		}
+	}
+}
+
+// ExecRunsOnce makes the next calls of endpoint fail with faults, one each, then runs a
+// command that appends a line to a file and prints the file: the retries must get
+// through, and the command must have run exactly once. count is the fake's Count.
+func ExecRunsOnce(t *testing.T, sb providers.Sandbox, faults *fakekit.Faults, count func(endpoint string) int, endpoint string, fs ...fakekit.Fault) {
+	t.Helper()
+	base := count(endpoint)
+	statuses := make([]int, len(fs))
+	for i, f := range fs {
+		faults.Inject(endpoint, base+1+i, f)
+		statuses[i] = f.Status
+	}
+	res, err := sb.Exec(t.Context(), providers.Shell("echo x >> n; cat n"))
+	if err != nil || string(res.Stdout) != "x\n" {
+		t.Fatalf("Exec after %v = %q, %v; want it run once", statuses, res.Stdout, err)
+	}
+}
+
+// WantConfigError fails the test unless err wraps providers.ErrConfig and says want.
+func WantConfigError(t *testing.T, err error, want string) {
+	t.Helper()
+	if !errors.Is(err, providers.ErrConfig) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("New() error = %v, want a config error containing %q", err, want)
+	}
+}
+
+// TarGz returns a gzip tar of entries.
+func TarGz(t *testing.T, entries ...archive.Entry) []byte {
+	t.Helper()
+	b, err := archive.TarGz(entries...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// UploadCalls uploads tgz into dir of sb and returns the calls the fake received while
+// it did; calls is the fake's Calls.
+func UploadCalls(t *testing.T, sb providers.Sandbox, dir string, tgz []byte, calls func() []fakekit.Call) []fakekit.Call {
+	t.Helper()
+	before := len(calls())
+	if err := sb.Upload(t.Context(), dir, bytes.NewReader(tgz)); err != nil {
+		t.Fatalf("Upload(%s) = %v", dir, err)
+	}
+	return calls()[before:]
+}
+
+// Endpoints returns the endpoint of each call.
+func Endpoints(calls []fakekit.Call) []string {
+	var eps []string
+	for _, c := range calls {
+		eps = append(eps, c.Endpoint)
+	}
+	return eps
+}
