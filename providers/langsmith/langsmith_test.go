@@ -1,7 +1,6 @@
 package langsmith_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/talkops/talkops/providers/archive"
 	"github.com/talkops/talkops/providers/httpapi"
 	"github.com/talkops/talkops/providers/httpapi/fakekit"
+	"github.com/talkops/talkops/providers/internal/cloudtest"
 	"github.com/talkops/talkops/providers/langsmith"
 	"github.com/talkops/talkops/providers/langsmith/langsmithfake"
 	"github.com/talkops/talkops/providers/providertest"
@@ -22,15 +22,10 @@ import (
 
 const key = "lsv2_pt_test"
 
-var fastRetry = httpapi.Retry{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
-
-func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
-}
+var (
+	env  = cloudtest.Env
+	spec = cloudtest.Spec
+)
 
 func newServer(t *testing.T) *langsmithfake.Server {
 	t.Helper()
@@ -42,7 +37,7 @@ func newServer(t *testing.T) *langsmithfake.Server {
 
 func newProvider(t *testing.T, srv *langsmithfake.Server, mod func(*langsmith.Options)) *langsmith.Provider {
 	t.Helper()
-	opts := langsmith.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	opts := langsmith.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: cloudtest.FastRetry, ReadyTimeout: 10 * time.Second}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -53,28 +48,12 @@ func newProvider(t *testing.T, srv *langsmithfake.Server, mod func(*langsmith.Op
 	return p
 }
 
-func spec(runID string) providers.Spec {
-	return providers.Spec{RunID: runID, TTL: 20 * time.Minute, Labels: map[string]string{
-		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops", providers.LabelExpiresAt: "2030-01-02T03:04:05Z",
-	}}
-}
-
-type harness struct{ srv *langsmithfake.Server }
-
-func (h *harness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	return newProvider(t, h.srv, nil)
-}
-func (h *harness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (h *harness) Alive(context.Context) ([]string, bool) {
-	return h.srv.Ledger().Alive, true
-}
-func (h *harness) Close() { h.srv.Close() }
-
 func TestContract(t *testing.T) {
 	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
 		srv := langsmithfake.New(key)
 		srv.ReadyAfter = 2
-		return &harness{srv: srv}, nil
+		return cloudtest.FakeHarness{Provider: func(t *testing.T) providers.Provider { return newProvider(t, srv, nil) },
+			Ledger: func() []string { return srv.Ledger().Alive }, Stop: srv.Close}, nil
 	})
 }
 
@@ -238,21 +217,8 @@ func TestFaults(t *testing.T) {
 			tc.setup(srv)
 			p := newProvider(t, srv, func(o *langsmith.Options) { o.ReadyTimeout = 200 * time.Millisecond })
 			sb, err := p.Create(t.Context(), spec("run-fault"))
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Create() = %v, want success", err)
-				}
-				if err := sb.Close(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Create() error = %v, want it to contain %q", err, tc.wantErr)
-			}
-			for ep, n := range tc.wantCall {
-				if got := srv.Count(ep); got != n {
-					t.Errorf("%s calls = %d, want %d", ep, got, n)
-				}
-			}
+			cloudtest.CheckCreate(t, sb, err, tc.wantErr, nil)
+			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
 			if l := srv.Ledger(); len(l.Alive) != tc.alive {
 				t.Errorf("alive = %v, want %d", l.Alive, tc.alive)
 			}
@@ -267,13 +233,7 @@ func TestExecFaultsAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := srv.Count("execute")
-	srv.Faults.Inject("execute", base+1, fakekit.Fault{Status: 502})
-	srv.Faults.Inject("execute", base+2, fakekit.Fault{Status: 429, RetryAfter: "0"})
-	res, err := sb.Exec(t.Context(), providers.Shell("echo x >> n; cat n"))
-	if err != nil || string(res.Stdout) != "x\n" {
-		t.Fatalf("Exec after 502 and 429 = %q, %v; want it run once", res.Stdout, err)
-	}
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "execute", fakekit.Fault{Status: 502}, fakekit.Fault{Status: 429, RetryAfter: "0"})
 	srv.Faults.InjectAll("delete", fakekit.Fault{Status: 503})
 	if err := sb.Close(t.Context()); httpapi.StatusCode(err) != 503 {
 		t.Fatalf("Close() = %v, want the 503", err)
@@ -292,18 +252,10 @@ func TestList(t *testing.T) {
 		srv := newServer(t)
 		srv.LabelFilterUnsupported = unsupported
 		p := newProvider(t, srv, nil)
-		sb, err := p.Create(t.Context(), spec("run-list"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sb.Close(context.Background())
+		sb := cloudtest.Create(t, p, spec("run-list"))
 		other := spec("talkops-lookalike")
 		other.Labels = map[string]string{"owner": "x"}
-		sb2, err := p.Create(t.Context(), other)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sb2.Close(context.Background())
+		cloudtest.Create(t, p, other)
 		infos, err := p.List(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -316,23 +268,9 @@ func TestList(t *testing.T) {
 
 func TestUploadIsTwoRequests(t *testing.T) {
 	srv := newServer(t)
-	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-up"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
-	before := len(srv.Calls())
-	tgz, err := archive.TarGz(archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Upload(t.Context(), "proj", bytes.NewReader(tgz)); err != nil {
-		t.Fatal(err)
-	}
-	var eps []string
-	for _, c := range srv.Calls()[before:] {
-		eps = append(eps, c.Endpoint)
-	}
+	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-up"))
+	tgz := cloudtest.TarGz(t, archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
+	eps := cloudtest.Endpoints(cloudtest.UploadCalls(t, sb, "proj", tgz, srv.Calls))
 	if diff := cmp.Diff([]string{"upload", "execute"}, eps); diff != "" {
 		t.Errorf("Upload requests mismatch (-want +got):\n%s", diff)
 	}
@@ -347,32 +285,7 @@ func TestLive(t *testing.T) {
 	if os.Getenv("LANGSMITH_API_KEY") == "" && os.Getenv("LANGSMITH_SANDBOX_API_KEY") == "" {
 		t.Skip("LANGSMITH_API_KEY is not set; skipping the live LangSmith contract test")
 	}
-	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) { return liveHarness{}, nil })
+	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) {
+		return cloudtest.LiveHarness{New: func() (providers.Provider, error) { return langsmith.New(langsmith.Options{}, os.Getenv) }}, nil
+	})
 }
-
-type liveHarness struct{}
-
-func (liveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	p, err := langsmith.New(langsmith.Options{}, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-func (liveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (liveHarness) Alive(ctx context.Context) ([]string, bool) {
-	p, err := langsmith.New(langsmith.Options{}, os.Getenv)
-	if err != nil {
-		return nil, false
-	}
-	infos, err := p.List(ctx)
-	if err != nil {
-		return nil, false
-	}
-	var ids []string
-	for _, in := range infos {
-		ids = append(ids, in.ID)
-	}
-	return ids, true
-}
-func (liveHarness) Close() {}
