@@ -1,7 +1,6 @@
 package runloop_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/talkops/talkops/providers/archive"
 	"github.com/talkops/talkops/providers/httpapi"
 	"github.com/talkops/talkops/providers/httpapi/fakekit"
+	"github.com/talkops/talkops/providers/internal/cloudtest"
 	"github.com/talkops/talkops/providers/providertest"
 	"github.com/talkops/talkops/providers/runloop"
 	"github.com/talkops/talkops/providers/runloop/runloopfake"
@@ -24,15 +24,10 @@ import (
 
 const key = "ak_test_runloop"
 
-var fastRetry = httpapi.Retry{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
-
-func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
-}
+var (
+	env  = cloudtest.Env
+	spec = cloudtest.Spec
+)
 
 func newServer(t *testing.T) *runloopfake.Server {
 	t.Helper()
@@ -44,7 +39,7 @@ func newServer(t *testing.T) *runloopfake.Server {
 
 func newProvider(t *testing.T, srv *runloopfake.Server, mod func(*runloop.Options)) *runloop.Provider {
 	t.Helper()
-	opts := runloop.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), TempDir: t.TempDir(), Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	opts := runloop.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), TempDir: t.TempDir(), Retry: cloudtest.FastRetry, ReadyTimeout: 10 * time.Second}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -55,28 +50,12 @@ func newProvider(t *testing.T, srv *runloopfake.Server, mod func(*runloop.Option
 	return p
 }
 
-func spec(runID string) providers.Spec {
-	return providers.Spec{RunID: runID, TTL: 20 * time.Minute, Labels: map[string]string{
-		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops", providers.LabelExpiresAt: "2030-01-02T03:04:05Z",
-	}}
-}
-
-type harness struct{ srv *runloopfake.Server }
-
-func (h *harness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	return newProvider(t, h.srv, nil)
-}
-func (h *harness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (h *harness) Alive(context.Context) ([]string, bool) {
-	return h.srv.Ledger().Alive, true
-}
-func (h *harness) Close() { h.srv.Close() }
-
 func TestContract(t *testing.T) {
 	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
 		srv := runloopfake.New(key)
 		srv.ReadyAfter, srv.Hold = 1, time.Second
-		return &harness{srv: srv}, nil
+		return cloudtest.FakeHarness{Provider: func(t *testing.T) providers.Provider { return newProvider(t, srv, nil) },
+			Ledger: func() []string { return srv.Ledger().Alive }, Stop: srv.Close}, nil
 	})
 }
 
@@ -96,9 +75,7 @@ func TestNewConfigErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runloop.New(tc.opts, tc.env)
-			if !errors.Is(err, providers.ErrConfig) || !strings.Contains(err.Error(), tc.wantVar) {
-				t.Fatalf("New() error = %v, want a config error naming %s", err, tc.wantVar)
-			}
+			cloudtest.WantConfigError(t, err, tc.wantVar)
 		})
 	}
 }
@@ -199,21 +176,8 @@ func TestFaults(t *testing.T) {
 			tc.setup(srv)
 			p := newProvider(t, srv, func(o *runloop.Options) { o.ReadyTimeout = 2 * time.Second })
 			sb, err := p.Create(t.Context(), spec("run-fault"))
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Create() = %v, want success", err)
-				}
-				if err := sb.Close(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Create() error = %v, want it to contain %q", err, tc.wantErr)
-			}
-			for ep, n := range tc.wantCall {
-				if got := srv.Count(ep); got != n {
-					t.Errorf("%s calls = %d, want %d", ep, got, n)
-				}
-			}
+			cloudtest.CheckCreate(t, sb, err, tc.wantErr, nil)
+			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
 			if l := srv.Ledger(); len(l.Alive) != tc.alive || l.Created > 1 {
 				t.Errorf("ledger = %+v, want %d alive and at most one created", l, tc.alive)
 			}
@@ -223,30 +187,16 @@ func TestFaults(t *testing.T) {
 
 func TestExecRetriesAreIdempotent(t *testing.T) {
 	srv := newServer(t)
-	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-exec"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
-	base := srv.Count("execute")
+	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-exec"))
 	// A 500 after the command started: the retry carries the same command_id, so the
 	// command runs once.
-	srv.Faults.Inject("execute", base+1, fakekit.Fault{Status: 502})
-	srv.Faults.Inject("execute", base+2, fakekit.Fault{Status: 500})
-	res, err := sb.Exec(t.Context(), providers.Shell("echo x >> n; cat n"))
-	if err != nil || string(res.Stdout) != "x\n" {
-		t.Fatalf("Exec after 502 and 500 = %q, %v; want it run once", res.Stdout, err)
-	}
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "execute", fakekit.Fault{Status: 502}, fakekit.Fault{Status: 500})
 }
 
 func TestLongCommandAndLongOutput(t *testing.T) {
 	srv := newServer(t)
 	srv.Hold = 200 * time.Millisecond
-	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-long"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-long"))
 	before := srv.Count("exec-wait")
 	res, err := sb.Exec(t.Context(), providers.Shell("sleep 1; seq 1 250; seq 1 150 >&2"))
 	if err != nil {
@@ -299,20 +249,11 @@ func TestListFiltersMetadata(t *testing.T) {
 	p := newProvider(t, srv, nil)
 	var ours []string
 	for _, run := range []string{"run-a", "run-b", "run-c"} {
-		sb, err := p.Create(t.Context(), spec(run))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sb.Close(context.Background())
-		ours = append(ours, sb.ID())
+		ours = append(ours, cloudtest.Create(t, p, spec(run)).ID())
 	}
 	foreign := spec("x")
 	foreign.Labels = map[string]string{"team": "other"}
-	sb, err := p.Create(t.Context(), foreign)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	cloudtest.Create(t, p, foreign)
 	srv.Suspend(ours[2])
 	infos, err := p.List(t.Context())
 	if err != nil {
@@ -330,23 +271,9 @@ func TestListFiltersMetadata(t *testing.T) {
 
 func TestUploadIsTwoRequests(t *testing.T) {
 	srv := newServer(t)
-	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-up"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
-	before := len(srv.Calls())
-	tgz, err := archive.TarGz(archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Upload(t.Context(), "proj", bytes.NewReader(tgz)); err != nil {
-		t.Fatal(err)
-	}
-	var eps []string
-	for _, c := range srv.Calls()[before:] {
-		eps = append(eps, c.Endpoint)
-	}
+	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-up"))
+	tgz := cloudtest.TarGz(t, archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
+	eps := cloudtest.Endpoints(cloudtest.UploadCalls(t, sb, "proj", tgz, srv.Calls))
 	if diff := cmp.Diff([]string{"upload", "execute"}, eps); diff != "" {
 		t.Errorf("Upload requests mismatch (-want +got):\n%s", diff)
 	}
@@ -397,32 +324,7 @@ func TestLive(t *testing.T) {
 	if os.Getenv("RUNLOOP_API_KEY") == "" {
 		t.Skip("RUNLOOP_API_KEY is not set; skipping the live Runloop contract test")
 	}
-	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) { return liveHarness{}, nil })
+	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) {
+		return cloudtest.LiveHarness{New: func() (providers.Provider, error) { return runloop.New(runloop.Options{}, os.Getenv) }}, nil
+	})
 }
-
-type liveHarness struct{}
-
-func (liveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	p, err := runloop.New(runloop.Options{}, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-func (liveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (liveHarness) Alive(ctx context.Context) ([]string, bool) {
-	p, err := runloop.New(runloop.Options{}, os.Getenv)
-	if err != nil {
-		return nil, false
-	}
-	infos, err := p.List(ctx)
-	if err != nil {
-		return nil, false
-	}
-	var ids []string
-	for _, in := range infos {
-		ids = append(ids, in.ID)
-	}
-	return ids, true
-}
-func (liveHarness) Close() {}
