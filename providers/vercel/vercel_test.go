@@ -17,6 +17,7 @@ import (
 	"github.com/talkops/talkops/providers/archive"
 	"github.com/talkops/talkops/providers/httpapi"
 	"github.com/talkops/talkops/providers/httpapi/fakekit"
+	"github.com/talkops/talkops/providers/internal/cloudtest"
 	"github.com/talkops/talkops/providers/providertest"
 	"github.com/talkops/talkops/providers/vercel"
 	"github.com/talkops/talkops/providers/vercel/vercelfake"
@@ -28,15 +29,10 @@ const (
 	project = "prj_test"
 )
 
-var fastRetry = httpapi.Retry{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
-
-func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
-}
+var (
+	env  = cloudtest.Env
+	spec = cloudtest.Spec
+)
 
 func newServer(t *testing.T) *vercelfake.Server {
 	t.Helper()
@@ -48,7 +44,7 @@ func newServer(t *testing.T) *vercelfake.Server {
 
 func newProvider(t *testing.T, srv *vercelfake.Server, mod func(*vercel.Options)) *vercel.Provider {
 	t.Helper()
-	opts := vercel.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	opts := vercel.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: cloudtest.FastRetry, ReadyTimeout: 10 * time.Second}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -59,29 +55,12 @@ func newProvider(t *testing.T, srv *vercelfake.Server, mod func(*vercel.Options)
 	return p
 }
 
-func spec(runID string) providers.Spec {
-	return providers.Spec{RunID: runID, TTL: 20 * time.Minute, Labels: map[string]string{
-		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops",
-		providers.LabelExpiresAt: "2030-01-02T03:04:05Z",
-	}}
-}
-
-type harness struct{ srv *vercelfake.Server }
-
-func (h *harness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	return newProvider(t, h.srv, nil)
-}
-func (h *harness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (h *harness) Alive(context.Context) ([]string, bool) {
-	return h.srv.Ledger().Alive, true
-}
-func (h *harness) Close() { h.srv.Close() }
-
 func TestContract(t *testing.T) {
 	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
 		srv := vercelfake.New(token, team, project)
 		srv.ReadyAfter = 2
-		return &harness{srv: srv}, nil
+		return cloudtest.FakeHarness{Provider: func(t *testing.T) providers.Provider { return newProvider(t, srv, nil) },
+			Ledger: func() []string { return srv.Ledger().Alive }, Stop: srv.Close}, nil
 	})
 }
 
@@ -277,21 +256,8 @@ func TestFaults(t *testing.T) {
 			tc.setup(srv)
 			p := newProvider(t, srv, func(o *vercel.Options) { o.ReadyTimeout = 200 * time.Millisecond })
 			sb, err := p.Create(t.Context(), spec("run-fault"))
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Create() = %v, want success", err)
-				}
-				if err := sb.Close(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Create() error = %v, want it to contain %q", err, tc.wantErr)
-			}
-			for ep, n := range tc.wantCall {
-				if got := srv.Count(ep); got != n {
-					t.Errorf("%s calls = %d, want %d", ep, got, n)
-				}
-			}
+			cloudtest.CheckCreate(t, sb, err, tc.wantErr, nil)
+			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
 			if l := srv.Ledger(); !tc.leaks && len(l.Alive) != 0 {
 				t.Errorf("sandboxes left alive: %v", l.Alive)
 			}
@@ -302,20 +268,10 @@ func TestFaults(t *testing.T) {
 func TestExecFaultsAndStoppedSession(t *testing.T) {
 	srv := newServer(t)
 	p := newProvider(t, srv, nil)
-	sb, err := p.Create(t.Context(), spec("run-exec"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
-	base := srv.Count("cmd")
-	srv.Faults.Inject("cmd", base+1, fakekit.Fault{Status: 429, RetryAfter: "0"})
-	srv.Faults.Inject("cmd", base+2, fakekit.Fault{Status: 503})
-	res, err := sb.Exec(t.Context(), providers.Shell("echo x >> n; cat n"))
-	if err != nil || string(res.Stdout) != "x\n" {
-		t.Fatalf("Exec after 429 and 503 = %q, %v; want it run once", res.Stdout, err)
-	}
+	sb := cloudtest.Create(t, p, spec("run-exec"))
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "cmd", fakekit.Fault{Status: 429, RetryAfter: "0"}, fakekit.Fault{Status: 503})
 	srv.StopSession(sb.ID())
-	_, err = sb.Exec(t.Context(), providers.Shell("true"))
+	_, err := sb.Exec(t.Context(), providers.Shell("true"))
 	if httpapi.StatusCode(err) != 410 || !strings.Contains(err.Error(), "its timeout passed") {
 		t.Errorf("Exec on a stopped session = %v, want the 410 explained", err)
 	}
@@ -323,11 +279,7 @@ func TestExecFaultsAndStoppedSession(t *testing.T) {
 
 func TestStreamsLive(t *testing.T) {
 	srv := newServer(t)
-	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-stream"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-stream"))
 	first := make(chan struct{})
 	w := &firstWrite{ch: first}
 	cmd := providers.Shell("echo first; sleep 2; echo second")
@@ -384,13 +336,7 @@ func TestCloseDeletesByNameAndRetries(t *testing.T) {
 	if err := sb.Close(t.Context()); err != nil {
 		t.Fatalf("second Close() = %v", err)
 	}
-	var stops int
-	for _, c := range srv.Calls() {
-		if c.Endpoint == "stop" {
-			stops++
-		}
-	}
-	if l := srv.Ledger(); len(l.Alive) != 0 || stops != 0 {
+	if l, stops := srv.Ledger(), srv.Count("stop"); len(l.Alive) != 0 || stops != 0 {
 		t.Errorf("after Close: alive %v, stop calls %d; want deleted by name, never only stopped", l.Alive, stops)
 	}
 }
@@ -398,18 +344,10 @@ func TestCloseDeletesByNameAndRetries(t *testing.T) {
 func TestListByTag(t *testing.T) {
 	srv := newServer(t)
 	p := newProvider(t, srv, nil)
-	sb, err := p.Create(t.Context(), spec("run-list"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	sb := cloudtest.Create(t, p, spec("run-list"))
 	other := spec("other")
 	other.Labels = map[string]string{"owner": "someone"}
-	sb2, err := p.Create(t.Context(), other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb2.Close(context.Background())
+	cloudtest.Create(t, p, other)
 	infos, err := p.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -433,20 +371,9 @@ func TestListByTag(t *testing.T) {
 
 func TestUploadIsOneRequest(t *testing.T) {
 	srv := newServer(t)
-	sb, err := newProvider(t, srv, nil).Create(t.Context(), spec("run-up"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
-	before := len(srv.Calls())
-	tgz, err := archive.TarGz(archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Upload(t.Context(), "proj", bytes.NewReader(tgz)); err != nil {
-		t.Fatal(err)
-	}
-	calls := srv.Calls()[before:]
+	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-up"))
+	tgz := cloudtest.TarGz(t, archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
+	calls := cloudtest.UploadCalls(t, sb, "proj", tgz, srv.Calls)
 	if len(calls) != 1 || calls[0].Endpoint != "write" || calls[0].RequestBytes != int64(len(tgz)) {
 		t.Errorf("Upload requests = %+v, want one fs/write carrying the %d-byte archive as is", calls, len(tgz))
 	}
@@ -489,32 +416,7 @@ func TestLive(t *testing.T) {
 	if os.Getenv("VERCEL_OIDC_TOKEN") == "" && os.Getenv("VERCEL_TOKEN") == "" {
 		t.Skip("VERCEL_OIDC_TOKEN (or VERCEL_TOKEN, VERCEL_TEAM_ID, VERCEL_PROJECT_ID) is not set; skipping the live Vercel contract test")
 	}
-	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) { return liveHarness{}, nil })
+	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) {
+		return cloudtest.LiveHarness{New: func() (providers.Provider, error) { return vercel.New(vercel.Options{}, os.Getenv) }}, nil
+	})
 }
-
-type liveHarness struct{}
-
-func (liveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	p, err := vercel.New(vercel.Options{}, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-func (liveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (liveHarness) Alive(ctx context.Context) ([]string, bool) {
-	p, err := vercel.New(vercel.Options{}, os.Getenv)
-	if err != nil {
-		return nil, false
-	}
-	infos, err := p.List(ctx)
-	if err != nil {
-		return nil, false
-	}
-	var ids []string
-	for _, in := range infos {
-		ids = append(ids, in.ID)
-	}
-	return ids, true
-}
-func (liveHarness) Close() {}
