@@ -17,25 +17,17 @@ import (
 	"github.com/talkops/talkops/providers/daytona/daytonafake"
 	"github.com/talkops/talkops/providers/httpapi"
 	"github.com/talkops/talkops/providers/httpapi/fakekit"
+	"github.com/talkops/talkops/providers/internal/cloudtest"
 	"github.com/talkops/talkops/providers/providertest"
 )
 
 const key = "dtn_test_key"
 
-// fastRetry keeps the retry tests quick; the backoff itself is tested in httpapi.
-var fastRetry = httpapi.Retry{Attempts: 4, Base: time.Millisecond, Max: 5 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
-
-func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
-}
+var env = cloudtest.Env
 
 func newProvider(t *testing.T, srv *daytonafake.Server, mod func(*daytona.Options)) *daytona.Provider {
 	t.Helper()
-	opts := daytona.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: fastRetry, ReadyTimeout: 10 * time.Second}
+	opts := daytona.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: cloudtest.FastRetry, ReadyTimeout: 10 * time.Second}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -54,6 +46,8 @@ func newServer(t *testing.T) *daytonafake.Server {
 	return srv
 }
 
+// spec is a run's Spec with a 30-minute TTL and an expiry label to match (the auto-stop
+// interval is derived from the TTL).
 func spec(runID string) providers.Spec {
 	return providers.Spec{RunID: runID, TTL: 30 * time.Minute, Labels: map[string]string{
 		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops",
@@ -61,22 +55,12 @@ func spec(runID string) providers.Spec {
 	}}
 }
 
-type harness struct{ srv *daytonafake.Server }
-
-func (h *harness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	return newProvider(t, h.srv, nil)
-}
-func (h *harness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (h *harness) Alive(context.Context) ([]string, bool) {
-	return h.srv.Ledger().Alive, true
-}
-func (h *harness) Close() { h.srv.Close() }
-
 func TestContract(t *testing.T) {
 	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
 		srv := daytonafake.New(key)
 		srv.ReadyAfter = 2
-		return &harness{srv: srv}, nil
+		return cloudtest.FakeHarness{Provider: func(t *testing.T) providers.Provider { return newProvider(t, srv, nil) },
+			Ledger: func() []string { return srv.Ledger().Alive }, Stop: srv.Close}, nil
 	})
 }
 
@@ -95,12 +79,10 @@ func TestNewConfigErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := daytona.New(tc.opts, tc.env)
-			if !errors.Is(err, providers.ErrConfig) {
-				t.Fatalf("New() error = %v, want one wrapping providers.ErrConfig", err)
-			}
+			cloudtest.WantConfigError(t, err, tc.wantVar)
 			var ce *httpapi.ConfigError
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.wantVar) {
-				t.Errorf("New() error = %v, want a *httpapi.ConfigError naming %s", err, tc.wantVar)
+			if !errors.As(err, &ce) {
+				t.Errorf("New() error = %v, want a *httpapi.ConfigError", err)
 			}
 		})
 	}
@@ -244,21 +226,8 @@ func TestFaults(t *testing.T) {
 			tc.setup(srv)
 			p := newProvider(t, srv, func(o *daytona.Options) { o.ReadyTimeout = 300 * time.Millisecond })
 			sb, err := p.Create(t.Context(), spec("run-fault"))
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Create() = %v, want success", err)
-				}
-				if err := sb.Close(t.Context()); err != nil {
-					t.Fatalf("Close() = %v", err)
-				}
-			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Create() error = %v, want it to contain %q", err, tc.wantErr)
-			}
-			for ep, n := range tc.wantCall {
-				if got := srv.Count(ep); got != n {
-					t.Errorf("%s calls = %d, want %d", ep, got, n)
-				}
-			}
+			cloudtest.CheckCreate(t, sb, err, tc.wantErr, nil)
+			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
 			if l := srv.Ledger(); tc.name != "NeverReadyAndDeleteFails" && len(l.Alive) != 0 {
 				t.Errorf("sandboxes left alive: %v", l.Alive)
 			}
@@ -269,23 +238,14 @@ func TestFaults(t *testing.T) {
 func TestExecFaults(t *testing.T) {
 	srv := newServer(t)
 	p := newProvider(t, srv, nil)
-	sb, err := p.Create(t.Context(), spec("run-exec"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	sb := cloudtest.Create(t, p, spec("run-exec"))
 	base := srv.Count("exec")
 
 	// 429 and 503 mean the command did not run: retried.
-	srv.Faults.Inject("exec", base+1, fakekit.Fault{Status: 429, RetryAfter: "0"})
-	srv.Faults.Inject("exec", base+2, fakekit.Fault{Status: 503})
-	res, err := sb.Exec(t.Context(), providers.Shell("echo once >> count; cat count"))
-	if err != nil || string(res.Stdout) != "once\n" {
-		t.Fatalf("Exec after 429 and 503 = %q, %v; want %q once", res.Stdout, err, "once\n")
-	}
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "exec", fakekit.Fault{Status: 429, RetryAfter: "0"}, fakekit.Fault{Status: 503})
 	// A 500 may mean the command ran: not repeated, surfaced with the message.
 	srv.Faults.Inject("exec", srv.Count("exec")+1, fakekit.Fault{Status: 500, Body: `{"statusCode":500,"message":"runner unreachable","code":"INTERNAL_SERVER_ERROR"}`})
-	_, err = sb.Exec(t.Context(), providers.Shell("echo again >> count"))
+	_, err := sb.Exec(t.Context(), providers.Shell("echo again >> count"))
 	if err == nil || !strings.Contains(err.Error(), "500 Internal Server Error: runner unreachable (INTERNAL_SERVER_ERROR)") {
 		t.Fatalf("Exec after a 500 error = %v, want the provider's message and status", err)
 	}
@@ -334,20 +294,11 @@ func TestListByLabel(t *testing.T) {
 	p := newProvider(t, srv, nil)
 	var ids []string
 	for _, run := range []string{"run-a", "run-b"} {
-		sb, err := p.Create(t.Context(), spec(run))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sb.Close(context.Background())
-		ids = append(ids, sb.ID())
+		ids = append(ids, cloudtest.Create(t, p, spec(run)).ID())
 	}
 	other := spec("not-ours")
 	other.Labels = map[string]string{"team": "x"}
-	sb, err := p.Create(t.Context(), other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	cloudtest.Create(t, p, other)
 
 	infos, err := p.List(t.Context())
 	if err != nil {
@@ -375,20 +326,9 @@ func TestListByLabel(t *testing.T) {
 func TestUploadIsTwoRequests(t *testing.T) {
 	srv := newServer(t)
 	p := newProvider(t, srv, nil)
-	sb, err := p.Create(t.Context(), spec("run-up"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
-	before := len(srv.Calls())
-	tgz := tarGz(t, map[string]string{"a.txt": "a", "d/b.txt": "b"})
-	if err := sb.Upload(t.Context(), "proj", strings.NewReader(string(tgz))); err != nil {
-		t.Fatal(err)
-	}
-	var eps []string
-	for _, c := range srv.Calls()[before:] {
-		eps = append(eps, c.Endpoint)
-	}
+	sb := cloudtest.Create(t, p, spec("run-up"))
+	tgz := cloudtest.TarGz(t, archive.Entry{Name: "a.txt", Mode: 0o644, Body: []byte("a")}, archive.Entry{Name: "d/b.txt", Mode: 0o644, Body: []byte("b")})
+	eps := cloudtest.Endpoints(cloudtest.UploadCalls(t, sb, "proj", tgz, srv.Calls))
 	if diff := cmp.Diff([]string{"upload", "exec"}, eps); diff != "" {
 		t.Errorf("Upload requests mismatch (-want +got):\n%s", diff)
 	}
@@ -438,48 +378,10 @@ func TestLive(t *testing.T) {
 		t.Skip("DAYTONA_API_KEY is not set; skipping the live Daytona contract test")
 	}
 	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) {
-		return liveHarness{}, nil
+		return cloudtest.LiveHarness{
+			New: func() (providers.Provider, error) { return daytona.New(daytona.Options{}, os.Getenv) },
+			// A deleted sandbox is listed as destroying for a while.
+			Gone: func(in providers.Info) bool { return in.State == "destroying" || in.State == "destroyed" },
+		}, nil
 	})
-}
-
-type liveHarness struct{}
-
-func (liveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	p, err := daytona.New(daytona.Options{}, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-func (liveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (liveHarness) Alive(ctx context.Context) ([]string, bool) {
-	p, err := daytona.New(daytona.Options{}, os.Getenv)
-	if err != nil {
-		return nil, false
-	}
-	infos, err := p.List(ctx)
-	if err != nil {
-		return nil, false
-	}
-	var ids []string
-	for _, in := range infos {
-		if in.State != "destroying" && in.State != "destroyed" {
-			ids = append(ids, in.ID)
-		}
-	}
-	return ids, true
-}
-func (liveHarness) Close() {}
-
-func tarGz(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var entries []archive.Entry
-	for name, body := range files {
-		entries = append(entries, archive.Entry{Name: name, Mode: 0o644, Body: []byte(body)})
-	}
-	b, err := archive.TarGz(entries...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
