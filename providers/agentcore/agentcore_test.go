@@ -22,18 +22,17 @@ import (
 	"github.com/talkops/talkops/providers/agentcore/agentcorefake"
 	"github.com/talkops/talkops/providers/archive"
 	"github.com/talkops/talkops/providers/httpapi/fakekit"
+	"github.com/talkops/talkops/providers/internal/cloudtest"
 	"github.com/talkops/talkops/providers/providertest"
 )
 
 const accessKey = "AKIDTALKOPSTEST"
 
-func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
-}
+var (
+	env    = cloudtest.Env
+	spec   = cloudtest.Spec
+	create = cloudtest.Create
+)
 
 func newServer(t *testing.T) *agentcorefake.Server {
 	t.Helper()
@@ -68,38 +67,12 @@ func newProvider(t *testing.T, srv *agentcorefake.Server, mod func(*agentcore.Op
 	return p
 }
 
-func spec(runID string) providers.Spec {
-	return providers.Spec{RunID: runID, TTL: 20 * time.Minute, Labels: map[string]string{
-		providers.LabelRunID: runID, providers.LabelCreatedBy: "talkops", providers.LabelExpiresAt: "2030-01-02T03:04:05Z",
-	}}
-}
-
-func create(t *testing.T, p *agentcore.Provider, s providers.Spec) providers.Sandbox {
-	t.Helper()
-	sb, err := p.Create(t.Context(), s)
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	t.Cleanup(func() { _ = sb.Close(context.Background()) })
-	return sb
-}
-
-type harness struct{ srv *agentcorefake.Server }
-
-func (h *harness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	return newProvider(t, h.srv, nil)
-}
-func (h *harness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (h *harness) Alive(context.Context) ([]string, bool) {
-	return h.srv.Ledger().Alive, true
-}
-func (h *harness) Close() { h.srv.Close() }
-
 func TestContract(t *testing.T) {
 	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
 		srv := agentcorefake.New(accessKey)
 		srv.ReadyAfter = 1
-		return &harness{srv: srv}, nil
+		return cloudtest.FakeHarness{Provider: func(t *testing.T) providers.Provider { return newProvider(t, srv, nil) },
+			Ledger: func() []string { return srv.Ledger().Alive }, Stop: srv.Close}, nil
 	})
 }
 
@@ -144,9 +117,7 @@ func TestNewConfigErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Endpoint = firstNonEmpty(tc.opts.Endpoint, srv.URL)
 			_, err := agentcore.New(tc.opts, tc.env)
-			if !errors.Is(err, providers.ErrConfig) || !strings.Contains(err.Error(), tc.wantVar) {
-				t.Fatalf("New() error = %v, want a config error containing %q", err, tc.wantVar)
-			}
+			cloudtest.WantConfigError(t, err, tc.wantVar)
 		})
 	}
 	if calls := srv.Calls(); len(calls) != 0 {
@@ -378,24 +349,12 @@ func TestFaults(t *testing.T) {
 				}
 			})
 			sb, err := p.Create(t.Context(), spec("run-fault"))
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Create() = %v, want success", err)
-				}
+			cloudtest.CheckCreate(t, sb, err, tc.wantErr, func(t *testing.T, sb providers.Sandbox) {
 				if _, err := sb.Exec(t.Context(), providers.Shell("true")); err != nil {
 					t.Fatal(err)
 				}
-				if err := sb.Close(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Create() error = %v, want it to contain %q", err, tc.wantErr)
-			}
-			for ep, n := range tc.wantCall {
-				if got := srv.Count(ep); got != n {
-					t.Errorf("%s calls = %d, want %d", ep, got, n)
-				}
-			}
+			})
+			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
 			if l := srv.Ledger(); len(l.Alive) != tc.alive || l.Started > 1 {
 				t.Errorf("ledger = %+v, want %d alive and at most one started", l, tc.alive)
 			}
@@ -431,23 +390,16 @@ func TestExecRetries(t *testing.T) {
 	n := func() int { return srv.Count("invoke:executeCommand") }
 
 	// A 5xx before the command ran: the SDK retries and the command runs once.
-	srv.Faults.Inject("invoke:executeCommand", n()+1, fakekit.Fault{Status: 503})
-	res, err := sb.Exec(t.Context(), providers.Shell("echo x >> n; cat n"))
-	if err != nil || string(res.Stdout) != "x\n" {
-		t.Fatalf("Exec after a 503 = %q, %v; want it run once", res.Stdout, err)
-	}
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "invoke:executeCommand", fakekit.Fault{Status: 503})
 
 	// Throttling is retried too; so is a 5xx on writeFiles (an upload is idempotent).
 	srv.Faults.Inject("invoke:executeCommand", n()+1, fakekit.Fault{Status: 429, Body: `{"message":"Rate exceeded"}`})
 	srv.Faults.Inject("invoke:writeFiles", srv.Count("invoke:writeFiles")+1, fakekit.Fault{Status: 500})
-	tgz, err := archive.TarGz(archive.Entry{Name: "t.txt", Body: []byte("t"), Mode: 0o644})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgz := cloudtest.TarGz(t, archive.Entry{Name: "t.txt", Body: []byte("t"), Mode: 0o644})
 	if err := sb.Upload(t.Context(), ".", bytes.NewReader(tgz)); err != nil {
 		t.Fatalf("Upload after a 500 on writeFiles = %v", err)
 	}
-	res, err = sb.Exec(t.Context(), providers.Shell("cat t.txt"))
+	res, err := sb.Exec(t.Context(), providers.Shell("cat t.txt"))
 	if err != nil || string(res.Stdout) != "t" {
 		t.Fatalf("Exec after a 429 = %q, %v", res.Stdout, err)
 	}
@@ -584,14 +536,7 @@ func TestUploadRequests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t)
 			sb := create(t, newProvider(t, srv, func(o *agentcore.Options) { o.UploadChunk = tc.chunk }), spec("run-up"))
-			before := len(srv.Calls())
-			if err := sb.Upload(t.Context(), "proj", bytes.NewReader(tgz)); err != nil {
-				t.Fatal(err)
-			}
-			var eps []string
-			for _, c := range srv.Calls()[before:] {
-				eps = append(eps, c.Endpoint)
-			}
+			eps := cloudtest.Endpoints(cloudtest.UploadCalls(t, sb, "proj", tgz, srv.Calls))
 			if diff := cmp.Diff(tc.want, eps); diff != "" {
 				t.Errorf("Upload requests mismatch (-want +got):\n%s", diff)
 			}

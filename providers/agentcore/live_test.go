@@ -8,6 +8,7 @@ import (
 
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/agentcore"
+	"github.com/talkops/talkops/providers/internal/cloudtest"
 	"github.com/talkops/talkops/providers/providertest"
 )
 
@@ -27,36 +28,11 @@ func TestLive(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) { return liveHarness{}, nil })
+	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) {
+		return cloudtest.LiveHarness{New: func() (providers.Provider, error) { return liveProvider() }}, nil
+	})
 }
 
 func liveProvider() (*agentcore.Provider, error) {
 	return agentcore.New(agentcore.Options{CodeInterpreter: os.Getenv("TALKOPS_TEST_AGENTCORE_INTERPRETER")}, os.Getenv)
 }
-
-type liveHarness struct{}
-
-func (liveHarness) NewProvider(_ context.Context, t *testing.T) providers.Provider {
-	p, err := liveProvider()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-func (liveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
-func (liveHarness) Alive(ctx context.Context) ([]string, bool) {
-	p, err := liveProvider()
-	if err != nil {
-		return nil, false
-	}
-	infos, err := p.List(ctx)
-	if err != nil {
-		return nil, false
-	}
-	var ids []string
-	for _, in := range infos {
-		ids = append(ids, in.ID)
-	}
-	return ids, true
-}
-func (liveHarness) Close() {}
