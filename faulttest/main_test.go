@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -196,8 +195,8 @@ type proc struct {
 	stdout *eventLog
 	stderr *lockedBuffer
 	done   chan struct{}
-	code   int          // valid after done: the exit code, or 128+signal
-	peakKB atomic.Int64 // VmHWM sampled while it ran, in KiB
+	code   int   // valid after done: the exit code, or 128+signal
+	peakKB int64 // valid after done: the peak resident set (getrusage ru_maxrss), in KiB
 }
 
 // startTalkops starts the talkops binary in dir with exactly env.
@@ -230,9 +229,11 @@ func startProcess(t testing.TB, dir string, env map[string]string, path string, 
 		<-copied
 		err := cmd.Wait()
 		p.code = exitCodeOf(err)
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			p.peakKB = ru.Maxrss // Linux reports KiB
+		}
 		close(p.done)
 	}()
-	go p.samplePeak()
 	t.Cleanup(func() {
 		select {
 		case <-p.done:
@@ -242,38 +243,6 @@ func startProcess(t testing.TB, dir string, env map[string]string, path string, 
 		}
 	})
 	return p
-}
-
-// samplePeak records the process's peak resident set (VmHWM) until it exits. The kernel
-// keeps the high-water mark, so sampling only has to catch the process before it ends.
-func (p *proc) samplePeak() {
-	status := fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if kb := readVmHWM(status); kb > p.peakKB.Load() {
-			p.peakKB.Store(kb)
-		}
-		select {
-		case <-p.done:
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-func readVmHWM(path string) int64 {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 func exitCodeOf(err error) int {
