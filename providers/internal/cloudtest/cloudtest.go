@@ -209,3 +209,69 @@ func Endpoints(calls []fakekit.Call) []string {
 	}
 	return eps
 }
+
+// Fake is what a fault table needs of a provider's fake: its per-endpoint call count.
+type Fake interface {
+	Count(endpoint string) int
+}
+
+// FaultCase is one case of a provider's Create fault table.
+type FaultCase[S Fake, O any] struct {
+	Name string
+	// Options, when set, adjusts the provider's options; Setup, when set, configures the
+	// fake (injected faults, a state that never comes).
+	Options func(*O)
+	Setup   func(S)
+	// WantErr is a substring of Create's error; "" means Create succeeds.
+	WantErr string
+	// WantCall is how many calls each endpoint receives, Close included.
+	WantCall map[string]int
+	// Alive is how many sandboxes the fake holds at the end: 1 when the cleanup of a
+	// half-created one failed.
+	Alive int
+}
+
+// FaultTable runs a provider's Create fault table: for each case a fresh fake, the case's
+// Setup, a provider with the case's Options, then Create. CheckCreate and CheckCounts
+// check the outcome, and the fake's ledger must show at most one sandbox created and
+// Alive still alive.
+type FaultTable[S Fake, O any] struct {
+	// NewServer starts a fake, stopped when the test ends.
+	NewServer func(t *testing.T) S
+	// NewProvider returns a provider pointed at srv with mod applied to its options.
+	NewProvider func(t *testing.T, srv S, mod func(*O)) providers.Provider
+	// Ledger returns how many sandboxes the fake created and the ids still alive.
+	Ledger func(srv S) (created int, alive []string)
+	// Spec, when set, returns what Create is given; else it is Spec("run-fault").
+	Spec func() providers.Spec
+	// Use, when set, exercises a sandbox Create returned before it is closed.
+	Use func(t *testing.T, sb providers.Sandbox)
+}
+
+// Run runs cases as subtests.
+func (ft FaultTable[S, O]) Run(t *testing.T, cases []FaultCase[S, O]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			spec := Spec("run-fault")
+			if ft.Spec != nil {
+				spec = ft.Spec()
+			}
+			srv := ft.NewServer(t)
+			if tc.Setup != nil {
+				tc.Setup(srv)
+			}
+			p := ft.NewProvider(t, srv, func(o *O) {
+				if tc.Options != nil {
+					tc.Options(o)
+				}
+			})
+			sb, err := p.Create(t.Context(), spec)
+			CheckCreate(t, sb, err, tc.WantErr, ft.Use)
+			CheckCounts(t, srv.Count, tc.WantCall)
+			if created, alive := ft.Ledger(srv); len(alive) != tc.Alive || created > 1 {
+				t.Errorf("ledger: %d created, alive %v; want at most one created and %d alive", created, alive, tc.Alive)
+			}
+		})
+	}
+}
