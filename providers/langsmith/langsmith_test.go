@@ -166,64 +166,52 @@ func TestFeatureDisabledVerbatim(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		setup    func(*langsmithfake.Server)
-		wantErr  string
-		wantCall map[string]int
-		alive    int
-	}{
+	cloudtest.FaultTable[*langsmithfake.Server, langsmith.Options]{
+		NewServer: newServer,
+		NewProvider: func(t *testing.T, srv *langsmithfake.Server, mod func(*langsmith.Options)) providers.Provider {
+			return newProvider(t, srv, func(o *langsmith.Options) { o.ReadyTimeout = 200 * time.Millisecond; mod(o) })
+		},
+		Ledger: func(srv *langsmithfake.Server) (int, []string) { l := srv.Ledger(); return l.Created, l.Alive },
+	}.Run(t, []cloudtest.FaultCase[*langsmithfake.Server, langsmith.Options]{
 		{
-			name: "CreateQuotaThenOK",
-			setup: func(s *langsmithfake.Server) {
+			Name: "CreateQuotaThenOK",
+			Setup: func(s *langsmithfake.Server) {
 				s.Faults.Inject("create", 1, fakekit.Fault{Status: 429, RetryAfter: "0"})
 				s.Faults.Inject("create", 2, fakekit.Fault{Status: 503})
 			},
-			wantCall: map[string]int{"create": 3, "delete": 1},
+			WantCall: map[string]int{"create": 3, "delete": 1},
 		},
 		{
-			name: "CreateAlways429",
-			setup: func(s *langsmithfake.Server) {
+			Name: "CreateAlways429",
+			Setup: func(s *langsmithfake.Server) {
 				s.Faults.InjectAll("create", fakekit.Fault{Status: 429, RetryAfter: "0", Body: `{"detail":{"error":"QuotaExceeded","message":"Organization sandbox count limit reached (10)"}}`})
 			},
-			wantErr:  "429 Too Many Requests: Organization sandbox count limit reached (10) (QuotaExceeded) [gave up after 4 attempts]",
-			wantCall: map[string]int{"create": 4, "delete": 0},
+			WantErr:  "429 Too Many Requests: Organization sandbox count limit reached (10) (QuotaExceeded) [gave up after 4 attempts]",
+			WantCall: map[string]int{"create": 4, "delete": 0},
 		},
 		{
-			name:     "NeverReady",
-			setup:    func(s *langsmithfake.Server) { s.NeverReady = true },
-			wantErr:  `not ready within 200ms (last status "provisioning")`,
-			wantCall: map[string]int{"create": 1, "delete": 1},
+			Name:     "NeverReady",
+			Setup:    func(s *langsmithfake.Server) { s.NeverReady = true },
+			WantErr:  `not ready within 200ms (last status "provisioning")`,
+			WantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			name:     "ImagePullFailed",
-			setup:    func(s *langsmithfake.Server) { s.FailWith = "ImagePull: manifest unknown" },
-			wantErr:  "is failed: ImagePull: manifest unknown",
-			wantCall: map[string]int{"create": 1, "delete": 1},
+			Name:     "ImagePullFailed",
+			Setup:    func(s *langsmithfake.Server) { s.FailWith = "ImagePull: manifest unknown" },
+			WantErr:  "is failed: ImagePull: manifest unknown",
+			WantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			name: "NeverReadyDeleteFails",
-			setup: func(s *langsmithfake.Server) {
+			Name: "NeverReadyDeleteFails",
+			Setup: func(s *langsmithfake.Server) {
 				s.NeverReady = true
 				s.Faults.InjectAll("delete", fakekit.Fault{Status: 500})
 			},
-			wantErr:  "deleting the half-created sandbox failed",
-			wantCall: map[string]int{"create": 1, "delete": 4},
-			alive:    1,
+			WantErr:  "deleting the half-created sandbox failed",
+			WantCall: map[string]int{"create": 1, "delete": 4},
+			Alive:    1,
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := newServer(t)
-			tc.setup(srv)
-			p := newProvider(t, srv, func(o *langsmith.Options) { o.ReadyTimeout = 200 * time.Millisecond })
-			sb, err := p.Create(t.Context(), spec("run-fault"))
-			cloudtest.CheckCreate(t, sb, err, tc.wantErr, nil)
-			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
-			if l := srv.Ledger(); len(l.Alive) != tc.alive {
-				t.Errorf("alive = %v, want %d", l.Alive, tc.alive)
-			}
-		})
-	}
+	})
 }
 
 func TestExecFaultsAndDelete(t *testing.T) {
