@@ -124,65 +124,56 @@ func TestCreateRequest(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		setup    func(*runloopfake.Server)
-		wantErr  string
-		wantCall map[string]int
-		alive    int
-	}{
+	cloudtest.FaultTable[*runloopfake.Server, runloop.Options]{
+		NewServer: func(t *testing.T) *runloopfake.Server {
+			srv := newServer(t)
+			srv.Hold = 300 * time.Millisecond
+			return srv
+		},
+		NewProvider: func(t *testing.T, srv *runloopfake.Server, mod func(*runloop.Options)) providers.Provider {
+			return newProvider(t, srv, func(o *runloop.Options) { o.ReadyTimeout = 2 * time.Second; mod(o) })
+		},
+		Ledger: func(srv *runloopfake.Server) (int, []string) { l := srv.Ledger(); return l.Created, l.Alive },
+	}.Run(t, []cloudtest.FaultCase[*runloopfake.Server, runloop.Options]{
 		{
-			name: "Create500IsIdempotent",
-			setup: func(s *runloopfake.Server) {
+			Name: "Create500IsIdempotent",
+			Setup: func(s *runloopfake.Server) {
 				s.Faults.Inject("create", 1, fakekit.Fault{Status: 500})
 				s.Faults.Inject("create", 2, fakekit.Fault{Status: 429, RetryAfter: "0"})
 			},
-			wantCall: map[string]int{"create": 3, "shutdown": 1},
+			WantCall: map[string]int{"create": 3, "shutdown": 1},
 		},
 		{
-			name: "CreateAlways503",
-			setup: func(s *runloopfake.Server) {
+			Name: "CreateAlways503",
+			Setup: func(s *runloopfake.Server) {
 				s.Faults.InjectAll("create", fakekit.Fault{Status: 503, Body: `{"message":"capacity exhausted in region"}`})
 			},
-			wantErr:  "503 Service Unavailable: capacity exhausted in region [gave up after 4 attempts]",
-			wantCall: map[string]int{"create": 4, "shutdown": 0},
+			WantErr:  "503 Service Unavailable: capacity exhausted in region [gave up after 4 attempts]",
+			WantCall: map[string]int{"create": 4, "shutdown": 0},
 		},
 		{
-			name:     "NeverReady",
-			setup:    func(s *runloopfake.Server) { s.NeverReady = true },
-			wantErr:  `not running within 2s (last status "provisioning")`,
-			wantCall: map[string]int{"create": 1, "shutdown": 1},
+			Name:     "NeverReady",
+			Setup:    func(s *runloopfake.Server) { s.NeverReady = true },
+			WantErr:  `not running within 2s (last status "provisioning")`,
+			WantCall: map[string]int{"create": 1, "shutdown": 1},
 		},
 		{
-			name:     "Failure",
-			setup:    func(s *runloopfake.Server) { s.FailWith = "out_of_memory" },
-			wantErr:  "is failure: out_of_memory",
-			wantCall: map[string]int{"create": 1, "shutdown": 1},
+			Name:     "Failure",
+			Setup:    func(s *runloopfake.Server) { s.FailWith = "out_of_memory" },
+			WantErr:  "is failure: out_of_memory",
+			WantCall: map[string]int{"create": 1, "shutdown": 1},
 		},
 		{
-			name: "NeverReadyShutdownFails",
-			setup: func(s *runloopfake.Server) {
+			Name: "NeverReadyShutdownFails",
+			Setup: func(s *runloopfake.Server) {
 				s.NeverReady = true
 				s.Faults.InjectAll("shutdown", fakekit.Fault{Status: 500})
 			},
-			wantErr:  "deleting the half-created sandbox failed",
-			wantCall: map[string]int{"create": 1, "shutdown": 4},
-			alive:    1,
+			WantErr:  "deleting the half-created sandbox failed",
+			WantCall: map[string]int{"create": 1, "shutdown": 4},
+			Alive:    1,
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := newServer(t)
-			srv.Hold = 300 * time.Millisecond
-			tc.setup(srv)
-			p := newProvider(t, srv, func(o *runloop.Options) { o.ReadyTimeout = 2 * time.Second })
-			sb, err := p.Create(t.Context(), spec("run-fault"))
-			cloudtest.CheckCreate(t, sb, err, tc.wantErr, nil)
-			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
-			if l := srv.Ledger(); len(l.Alive) != tc.alive || l.Created > 1 {
-				t.Errorf("ledger = %+v, want %d alive and at most one created", l, tc.alive)
-			}
-		})
-	}
+	})
 }
 
 func TestExecRetriesAreIdempotent(t *testing.T) {
