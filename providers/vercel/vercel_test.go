@@ -195,74 +195,62 @@ func TestTooManyLabels(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		setup    func(*vercelfake.Server)
-		wantErr  string
-		wantCall map[string]int
-		leaks    bool
-	}{
+	cloudtest.FaultTable[*vercelfake.Server, vercel.Options]{
+		NewServer: newServer,
+		NewProvider: func(t *testing.T, srv *vercelfake.Server, mod func(*vercel.Options)) providers.Provider {
+			return newProvider(t, srv, func(o *vercel.Options) { o.ReadyTimeout = 200 * time.Millisecond; mod(o) })
+		},
+		Ledger: func(srv *vercelfake.Server) (int, []string) { l := srv.Ledger(); return l.Created, l.Alive },
+	}.Run(t, []cloudtest.FaultCase[*vercelfake.Server, vercel.Options]{
 		{
-			name:     "CreateRateLimited",
-			setup:    func(s *vercelfake.Server) { s.Faults.Inject("create", 1, fakekit.Fault{Status: 429, RetryAfter: "0"}) },
-			wantCall: map[string]int{"create": 2, "delete": 1},
+			Name:     "CreateRateLimited",
+			Setup:    func(s *vercelfake.Server) { s.Faults.Inject("create", 1, fakekit.Fault{Status: 429, RetryAfter: "0"}) },
+			WantCall: map[string]int{"create": 2, "delete": 1},
 		},
 		{
-			name: "Create500ThenOK",
-			setup: func(s *vercelfake.Server) {
+			Name: "Create500ThenOK",
+			Setup: func(s *vercelfake.Server) {
 				s.Faults.Inject("create", 1, fakekit.Fault{Status: 500})
 			},
-			wantCall: map[string]int{"create": 2, "delete": 1},
+			WantCall: map[string]int{"create": 2, "delete": 1},
 		},
 		{
-			name: "CreateAlways429",
-			setup: func(s *vercelfake.Server) {
+			Name: "CreateAlways429",
+			Setup: func(s *vercelfake.Server) {
 				s.Faults.InjectAll("create", fakekit.Fault{Status: 429, RetryAfter: "0", Body: `{"error":{"code":"rate_limited","message":"vCPU allocation rate limit reached"}}`})
 			},
-			wantErr:  "429 Too Many Requests: vCPU allocation rate limit reached (rate_limited) [gave up after 4 attempts]",
-			wantCall: map[string]int{"create": 4, "delete": 0},
+			WantErr:  "429 Too Many Requests: vCPU allocation rate limit reached (rate_limited) [gave up after 4 attempts]",
+			WantCall: map[string]int{"create": 4, "delete": 0},
 		},
 		{
-			name:     "WrongTeam",
-			setup:    func(s *vercelfake.Server) { s.TeamID = "team_other" },
-			wantErr:  "403 Forbidden: You don't have permission to access the team team_test (forbidden)",
-			wantCall: map[string]int{"create": 1},
+			Name:     "WrongTeam",
+			Setup:    func(s *vercelfake.Server) { s.TeamID = "team_other" },
+			WantErr:  "403 Forbidden: You don't have permission to access the team team_test (forbidden)",
+			WantCall: map[string]int{"create": 1},
 		},
 		{
-			name:     "NeverReady",
-			setup:    func(s *vercelfake.Server) { s.NeverReady = true },
-			wantErr:  `not running within 200ms (last status "pending")`,
-			wantCall: map[string]int{"create": 1, "delete": 1},
+			Name:     "NeverReady",
+			Setup:    func(s *vercelfake.Server) { s.NeverReady = true },
+			WantErr:  `not running within 200ms (last status "pending")`,
+			WantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			name:     "SessionFailed",
-			setup:    func(s *vercelfake.Server) { s.FailWith = "failed" },
-			wantErr:  "is failed",
-			wantCall: map[string]int{"create": 1, "delete": 1},
+			Name:     "SessionFailed",
+			Setup:    func(s *vercelfake.Server) { s.FailWith = "failed" },
+			WantErr:  "is failed",
+			WantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			name: "NeverReadyDeleteFails",
-			setup: func(s *vercelfake.Server) {
+			Name: "NeverReadyDeleteFails",
+			Setup: func(s *vercelfake.Server) {
 				s.NeverReady = true
 				s.Faults.InjectAll("delete", fakekit.Fault{Status: 502})
 			},
-			wantErr:  "deleting the half-created sandbox failed",
-			wantCall: map[string]int{"create": 1, "delete": 4},
-			leaks:    true,
+			WantErr:  "deleting the half-created sandbox failed",
+			WantCall: map[string]int{"create": 1, "delete": 4},
+			Alive:    1,
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := newServer(t)
-			tc.setup(srv)
-			p := newProvider(t, srv, func(o *vercel.Options) { o.ReadyTimeout = 200 * time.Millisecond })
-			sb, err := p.Create(t.Context(), spec("run-fault"))
-			cloudtest.CheckCreate(t, sb, err, tc.wantErr, nil)
-			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
-			if l := srv.Ledger(); !tc.leaks && len(l.Alive) != 0 {
-				t.Errorf("sandboxes left alive: %v", l.Alive)
-			}
-		})
-	}
+	})
 }
 
 func TestExecFaultsAndStoppedSession(t *testing.T) {
