@@ -151,88 +151,79 @@ func TestCreateSendsLabelsAndBackstop(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		setup    func(*daytonafake.Server)
-		wantErr  string // substring; "" means Create succeeds
-		wantCall map[string]int
-	}{
+	cloudtest.FaultTable[*daytonafake.Server, daytona.Options]{
+		NewServer: newServer,
+		NewProvider: func(t *testing.T, srv *daytonafake.Server, mod func(*daytona.Options)) providers.Provider {
+			return newProvider(t, srv, func(o *daytona.Options) { o.ReadyTimeout = 300 * time.Millisecond; mod(o) })
+		},
+		Ledger: func(srv *daytonafake.Server) (int, []string) { l := srv.Ledger(); return l.Created, l.Alive },
+		Spec:   func() providers.Spec { return spec("run-fault") },
+	}.Run(t, []cloudtest.FaultCase[*daytonafake.Server, daytona.Options]{
 		{
-			name:     "CreateRateLimitedThenOK",
-			setup:    func(s *daytonafake.Server) { s.Faults.Inject("create", 1, fakekit.Fault{Status: 429, RetryAfter: "0"}) },
-			wantCall: map[string]int{"create": 2},
+			Name:     "CreateRateLimitedThenOK",
+			Setup:    func(s *daytonafake.Server) { s.Faults.Inject("create", 1, fakekit.Fault{Status: 429, RetryAfter: "0"}) },
+			WantCall: map[string]int{"create": 2},
 		},
 		{
-			name: "Create503Twice",
-			setup: func(s *daytonafake.Server) {
+			Name: "Create503Twice",
+			Setup: func(s *daytonafake.Server) {
 				s.Faults.Inject("create", 1, fakekit.Fault{Status: 503})
 				s.Faults.Inject("create", 2, fakekit.Fault{Status: 502})
 			},
-			wantCall: map[string]int{"create": 3},
+			WantCall: map[string]int{"create": 3},
 		},
 		{
-			name: "CreateAlwaysRateLimited",
-			setup: func(s *daytonafake.Server) {
+			Name: "CreateAlwaysRateLimited",
+			Setup: func(s *daytonafake.Server) {
 				s.Faults.InjectAll("create", fakekit.Fault{Status: 429, RetryAfter: "0", Body: `{"statusCode":429,"error":"Too Many Requests","message":"ThrottlerException: sandbox-create rate limit exceeded"}`})
 			},
-			wantErr:  "429 Too Many Requests: ThrottlerException: sandbox-create rate limit exceeded [gave up after 4 attempts]",
-			wantCall: map[string]int{"create": 4, "delete": 0},
+			WantErr:  "429 Too Many Requests: ThrottlerException: sandbox-create rate limit exceeded [gave up after 4 attempts]",
+			WantCall: map[string]int{"create": 4, "delete": 0},
 		},
 		{
-			name: "RetryAfterBeyondLimit",
-			setup: func(s *daytonafake.Server) {
+			Name: "RetryAfterBeyondLimit",
+			Setup: func(s *daytonafake.Server) {
 				s.Faults.InjectAll("create", fakekit.Fault{Status: 429, RetryAfter: "3600"})
 			},
-			wantErr:  "server asked to wait 1h0m0s",
-			wantCall: map[string]int{"create": 1},
+			WantErr:  "server asked to wait 1h0m0s",
+			WantCall: map[string]int{"create": 1},
 		},
 		{
-			name:     "Unauthorized",
-			setup:    func(s *daytonafake.Server) { s.APIKey = "another" },
-			wantErr:  "401 Unauthorized: Invalid credentials",
-			wantCall: map[string]int{"create": 1},
+			Name:     "Unauthorized",
+			Setup:    func(s *daytonafake.Server) { s.APIKey = "another" },
+			WantErr:  "401 Unauthorized: Invalid credentials",
+			WantCall: map[string]int{"create": 1},
 		},
 		{
-			name:     "NeverReady",
-			setup:    func(s *daytonafake.Server) { s.NeverReady = true },
-			wantErr:  `not started within 300ms (last state "creating")`,
-			wantCall: map[string]int{"create": 1, "delete": 1},
+			Name:     "NeverReady",
+			Setup:    func(s *daytonafake.Server) { s.NeverReady = true },
+			WantErr:  `not started within 300ms (last state "creating")`,
+			WantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			name: "BuildFailed",
-			setup: func(s *daytonafake.Server) {
+			Name: "BuildFailed",
+			Setup: func(s *daytonafake.Server) {
 				s.FailWith, s.FailReason = "build_failed", "pull access denied for nosuch/image"
 			},
-			wantErr:  "is build_failed: pull access denied for nosuch/image",
-			wantCall: map[string]int{"create": 1, "delete": 1},
+			WantErr:  "is build_failed: pull access denied for nosuch/image",
+			WantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			name: "NeverReadyAndDeleteFails",
-			setup: func(s *daytonafake.Server) {
+			Name: "NeverReadyAndDeleteFails",
+			Setup: func(s *daytonafake.Server) {
 				s.NeverReady = true
 				s.Faults.InjectAll("delete", fakekit.Fault{Status: 500})
 			},
-			wantErr:  "deleting the half-created sandbox failed",
-			wantCall: map[string]int{"create": 1, "delete": 4},
+			WantErr:  "deleting the half-created sandbox failed",
+			WantCall: map[string]int{"create": 1, "delete": 4},
+			Alive:    1,
 		},
 		{
-			name:     "ToolboxNotAnsweringAtFirst",
-			setup:    func(s *daytonafake.Server) { s.Faults.Inject("exec", 1, fakekit.Fault{Status: 502}) },
-			wantCall: map[string]int{"create": 1, "exec": 2, "delete": 1},
+			Name:     "ToolboxNotAnsweringAtFirst",
+			Setup:    func(s *daytonafake.Server) { s.Faults.Inject("exec", 1, fakekit.Fault{Status: 502}) },
+			WantCall: map[string]int{"create": 1, "exec": 2, "delete": 1},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := newServer(t)
-			tc.setup(srv)
-			p := newProvider(t, srv, func(o *daytona.Options) { o.ReadyTimeout = 300 * time.Millisecond })
-			sb, err := p.Create(t.Context(), spec("run-fault"))
-			cloudtest.CheckCreate(t, sb, err, tc.wantErr, nil)
-			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
-			if l := srv.Ledger(); tc.name != "NeverReadyAndDeleteFails" && len(l.Alive) != 0 {
-				t.Errorf("sandboxes left alive: %v", l.Alive)
-			}
-		})
-	}
+	})
 }
 
 func TestExecFaults(t *testing.T) {
