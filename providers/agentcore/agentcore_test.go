@@ -255,111 +255,95 @@ func TestSessionName(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		opts     func(*agentcore.Options)
-		setup    func(*agentcorefake.Server)
-		wantErr  string
-		wantCall map[string]int
-		alive    int
-	}{
+	cloudtest.FaultTable[*agentcorefake.Server, agentcore.Options]{
+		NewServer: func(t *testing.T) *agentcorefake.Server {
+			srv := newServer(t)
+			srv.ReadyAfter = 1
+			return srv
+		},
+		NewProvider: func(t *testing.T, srv *agentcorefake.Server, mod func(*agentcore.Options)) providers.Provider {
+			return newProvider(t, srv, func(o *agentcore.Options) { o.ReadyTimeout = 300 * time.Millisecond; mod(o) })
+		},
+		Ledger: func(srv *agentcorefake.Server) (int, []string) { l := srv.Ledger(); return l.Started, l.Alive },
+		Use: func(t *testing.T, sb providers.Sandbox) {
+			if _, err := sb.Exec(t.Context(), providers.Shell("true")); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}.Run(t, []cloudtest.FaultCase[*agentcorefake.Server, agentcore.Options]{
 		{
-			name: "StartThrottledThenServed",
-			setup: func(s *agentcorefake.Server) {
+			Name: "StartThrottledThenServed",
+			Setup: func(s *agentcorefake.Server) {
 				s.Faults.Inject("start", 1, fakekit.Fault{Status: 429})
 				s.Faults.Inject("start", 2, fakekit.Fault{Status: 500})
 			},
-			wantCall: map[string]int{"start": 3, "stop": 1},
+			WantCall: map[string]int{"start": 3, "stop": 1},
 		},
 		{
-			name: "StartThrottledAdaptive",
+			Name: "StartThrottledAdaptive",
 			// The adaptive retryer slows the next requests down after a throttle.
-			opts: func(o *agentcore.Options) { o.RetryMode = "adaptive"; o.ReadyTimeout = 20 * time.Second },
-			setup: func(s *agentcorefake.Server) {
+			Options: func(o *agentcore.Options) { o.RetryMode = "adaptive"; o.ReadyTimeout = 20 * time.Second },
+			Setup: func(s *agentcorefake.Server) {
 				s.Faults.Inject("start", 1, fakekit.Fault{Status: 429, Body: `{"message":"Rate exceeded"}`})
 			},
-			wantCall: map[string]int{"start": 2, "stop": 1},
+			WantCall: map[string]int{"start": 2, "stop": 1},
 		},
 		{
-			name: "StartAlways503",
-			setup: func(s *agentcorefake.Server) {
+			Name: "StartAlways503",
+			Setup: func(s *agentcorefake.Server) {
 				s.Faults.InjectAll("start", fakekit.Fault{Status: 503, Body: `{"message":"capacity exhausted"}`})
 			},
-			wantErr:  "StartCodeInterpreterSession: HTTP 503: ServiceUnavailableException: capacity exhausted (request id ",
-			wantCall: map[string]int{"start": 5, "stop": 0},
+			WantErr:  "StartCodeInterpreterSession: HTTP 503: ServiceUnavailableException: capacity exhausted (request id ",
+			WantCall: map[string]int{"start": 5, "stop": 0},
 		},
 		{
-			name: "StartAccessDeniedNotRetried",
-			setup: func(s *agentcorefake.Server) {
+			Name: "StartAccessDeniedNotRetried",
+			Setup: func(s *agentcorefake.Server) {
 				s.Faults.InjectAll("start", fakekit.Fault{Status: 403, Body: `{"message":"not authorized to perform: bedrock-agentcore:StartCodeInterpreterSession"}`})
 			},
-			wantErr:  "HTTP 403: AccessDeniedException: not authorized to perform: bedrock-agentcore:StartCodeInterpreterSession",
-			wantCall: map[string]int{"start": 1},
+			WantErr:  "HTTP 403: AccessDeniedException: not authorized to perform: bedrock-agentcore:StartCodeInterpreterSession",
+			WantCall: map[string]int{"start": 1},
 		},
 		{
-			name:     "UnknownInterpreter",
-			opts:     func(o *agentcore.Options) { o.CodeInterpreter = "ci_missing-0000000000" },
-			wantErr:  "HTTP 404: ResourceNotFoundException: Code interpreter ci_missing-0000000000 not found",
-			wantCall: map[string]int{"start": 1},
+			Name:     "UnknownInterpreter",
+			Options:  func(o *agentcore.Options) { o.CodeInterpreter = "ci_missing-0000000000" },
+			WantErr:  "HTTP 404: ResourceNotFoundException: Code interpreter ci_missing-0000000000 not found",
+			WantCall: map[string]int{"start": 1},
 		},
 		{
-			name:     "NeverReady",
-			setup:    func(s *agentcorefake.Server) { s.NeverReady = true },
-			wantErr:  "not READY within 300ms",
-			wantCall: map[string]int{"start": 1, "stop": 1},
+			Name:     "NeverReady",
+			Setup:    func(s *agentcorefake.Server) { s.NeverReady = true },
+			WantErr:  "not READY within 300ms",
+			WantCall: map[string]int{"start": 1, "stop": 1},
 		},
 		{
-			name: "NeverReadyStopFails",
-			setup: func(s *agentcorefake.Server) {
+			Name: "NeverReadyStopFails",
+			Setup: func(s *agentcorefake.Server) {
 				s.NeverReady = true
 				s.Faults.InjectAll("stop", fakekit.Fault{Status: 500})
 			},
-			wantErr:  "deleting the half-created sandbox failed",
-			wantCall: map[string]int{"start": 1, "stop": 5},
-			alive:    1,
+			WantErr:  "deleting the half-created sandbox failed",
+			WantCall: map[string]int{"start": 1, "stop": 5},
+			Alive:    1,
 		},
 		{
-			name:     "GetFailsWhileWaiting",
-			setup:    func(s *agentcorefake.Server) { s.Faults.InjectAll("get", fakekit.Fault{Status: 502}) },
-			wantErr:  "GetCodeInterpreterSession: HTTP 502: InternalServerException",
-			wantCall: map[string]int{"start": 1, "get": 5, "stop": 1},
+			Name:     "GetFailsWhileWaiting",
+			Setup:    func(s *agentcorefake.Server) { s.Faults.InjectAll("get", fakekit.Fault{Status: 502}) },
+			WantErr:  "GetCodeInterpreterSession: HTTP 502: InternalServerException",
+			WantCall: map[string]int{"start": 1, "get": 5, "stop": 1},
 		},
 		{
-			name:     "ProbeRetried",
-			setup:    func(s *agentcorefake.Server) { s.Faults.Inject("invoke:executeCommand", 1, fakekit.Fault{Status: 500}) },
-			wantCall: map[string]int{"start": 1, "invoke:executeCommand": 3, "stop": 1},
+			Name:     "ProbeRetried",
+			Setup:    func(s *agentcorefake.Server) { s.Faults.Inject("invoke:executeCommand", 1, fakekit.Fault{Status: 500}) },
+			WantCall: map[string]int{"start": 1, "invoke:executeCommand": 3, "stop": 1},
 		},
 		{
-			name:     "ProbeFails",
-			setup:    func(s *agentcorefake.Server) { s.Faults.InjectAll("invoke:executeCommand", fakekit.Fault{Status: 503}) },
-			wantErr:  "probe session",
-			wantCall: map[string]int{"start": 1, "invoke:executeCommand": 5, "stop": 1},
+			Name:     "ProbeFails",
+			Setup:    func(s *agentcorefake.Server) { s.Faults.InjectAll("invoke:executeCommand", fakekit.Fault{Status: 503}) },
+			WantErr:  "probe session",
+			WantCall: map[string]int{"start": 1, "invoke:executeCommand": 5, "stop": 1},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := newServer(t)
-			srv.ReadyAfter = 1
-			if tc.setup != nil {
-				tc.setup(srv)
-			}
-			p := newProvider(t, srv, func(o *agentcore.Options) {
-				o.ReadyTimeout = 300 * time.Millisecond
-				if tc.opts != nil {
-					tc.opts(o)
-				}
-			})
-			sb, err := p.Create(t.Context(), spec("run-fault"))
-			cloudtest.CheckCreate(t, sb, err, tc.wantErr, func(t *testing.T, sb providers.Sandbox) {
-				if _, err := sb.Exec(t.Context(), providers.Shell("true")); err != nil {
-					t.Fatal(err)
-				}
-			})
-			cloudtest.CheckCounts(t, srv.Count, tc.wantCall)
-			if l := srv.Ledger(); len(l.Alive) != tc.alive || l.Started > 1 {
-				t.Errorf("ledger = %+v, want %d alive and at most one started", l, tc.alive)
-			}
-		})
-	}
+	})
 }
 
 // TestCreateCancelledInFlight: a cancel while the start is on its way leaves no session
