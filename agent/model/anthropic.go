@@ -54,6 +54,9 @@ func (w *anthropicWire) complete(ctx context.Context, req Request) (Response, er
 	if err != nil {
 		return Response{}, anthropicError(ctx, err)
 	}
+	if msg == nil { // a 200 whose body is JSON null decodes without error
+		return Response{}, &TransportError{Provider: "anthropic", Err: errors.New("response body is null")}
+	}
 	return anthropicResponse(msg), nil
 }
 

@@ -67,7 +67,7 @@ func (w *openAIWire) complete(ctx context.Context, req Request) (Response, error
 	if err != nil {
 		return Response{}, w.error(ctx, err)
 	}
-	if len(cc.Choices) == 0 {
+	if cc == nil || len(cc.Choices) == 0 { // a 200 whose body is JSON null decodes without error
 		return Response{}, &TransportError{Provider: w.provider, Err: errors.New("response has no choices")}
 	}
 	return openAIResponse(cc), nil
