@@ -58,6 +58,7 @@ const (
 	fStall         = "hang, stall watchdog 3 s"
 	fMalformedArgs = "malformed tool-call arguments"
 	fMalformedBody = "malformed response body"
+	fNullBody      = "reply body is JSON null"
 )
 
 // row is one cell of the fault matrix.
@@ -192,13 +193,13 @@ func matrixRows() []row {
 		fault string
 		want  int
 	}{{f429, 3}, {f429Once, 0}, {f500, 3}, {f500Once, 0}, {fDropAlways, 3}, {fDropOnce, 0},
-		{fHang, 124}, {fStall, 124}, {fMalformedArgs, 0}, {fMalformedBody, 3}} {
+		{fHang, 124}, {fStall, 124}, {fMalformedArgs, 0}, {fMalformedBody, 3}, {fNullBody, 3}} {
 		rows = append(rows, row{provider: pFake, stage: sAgentTurn, op: opModel, fault: f.fault, want: []int{f.want}})
 	}
 	for _, f := range []struct {
 		fault string
 		want  int
-	}{{f500, 3}, {fMalformedArgs, 3}, {fHang, 124}} {
+	}{{f500, 3}, {fMalformedArgs, 3}, {fHang, 124}, {fNullBody, 3}} {
 		rows = append(rows, row{provider: pFake, stage: sJudge, op: opJudge, fault: f.fault, want: []int{f.want}})
 	}
 

@@ -53,9 +53,15 @@ func newScriptedModel(t testing.TB, o scriptOptions) *scriptedModel {
 	t.Cleanup(m.srv.Close)
 	m.proxy = newFaultProxy(t, m.srv.URL)
 	m.URL = m.proxy.URL
-	if o.fault == fMalformedBody {
+	switch {
+	case o.fault == fMalformedBody:
 		r := m.proxy.add("POST", `^/v1/messages$`, 0, actBody, 0)
 		r.reply = `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"execute","input":`
+	case o.fault == fNullBody && o.op == opModel:
+		m.proxy.add("POST", `^/v1/messages$`, 0, actBody, 0).reply = "null"
+	case o.fault == fNullBody && o.op == opJudge:
+		// Only the judge's calls offer the submit_verdicts tool.
+		m.proxy.addBody("POST", `^/v1/messages$`, `"submit_verdicts"`, 0, actBody, 0).reply = "null"
 	}
 	return m
 }
