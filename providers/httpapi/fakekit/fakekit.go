@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -346,4 +347,21 @@ func tee(buf io.Writer, w io.Writer) io.Writer {
 		return buf
 	}
 	return io.MultiWriter(buf, w)
+}
+
+// WriteFile writes what r holds to the host file dest, creating its parent directories,
+// and returns how many bytes it wrote.
+func WriteFile(dest string, r io.Reader) (int64, error) {
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return 0, err
+	}
+	f, err := os.Create(dest)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
 }

@@ -243,3 +243,17 @@ func TestLogArrivalOrder(t *testing.T) {
 		t.Errorf("endpoints mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestWriteFile(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "a", "b", "f.txt")
+	n, err := WriteFile(dest, strings.NewReader("hello"))
+	if err != nil || n != 5 {
+		t.Fatalf("WriteFile = %d, %v; want 5, nil", n, err)
+	}
+	if b, err := os.ReadFile(dest); err != nil || string(b) != "hello" {
+		t.Errorf("file = %q, %v", b, err)
+	}
+	if _, err := WriteFile(filepath.Join(dest, "under-a-file"), strings.NewReader("x")); err == nil {
+		t.Error("WriteFile under a regular file = nil error, want one")
+	}
+}
