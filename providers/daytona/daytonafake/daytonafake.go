@@ -433,7 +433,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, args []string) {
 		return
 	}
 	defer f.Close()
-	if err := writeFile(dest, f); err != nil {
+	if _, err := fakekit.WriteFile(dest, f); err != nil {
 		apiError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -481,7 +481,7 @@ func (s *Server) bulkUpload(w http.ResponseWriter, r *http.Request, args []strin
 				errs = append(errs, "file "+idx+" came before its path")
 				continue
 			}
-			n, err := writeFileCount(dest, part)
+			n, err := fakekit.WriteFile(dest, part)
 			if err != nil {
 				errs = append(errs, err.Error())
 				continue
@@ -587,26 +587,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeFile(dest string, r io.Reader) error {
-	_, err := writeFileCount(dest, r)
-	return err
-}
-
-func writeFileCount(dest string, r io.Reader) (int64, error) {
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return 0, err
-	}
-	f, err := os.Create(dest)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
 }
 
 func newID() string {

@@ -638,7 +638,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, args []string) {
 			if !filepath.IsAbs(dest) {
 				dest = filepath.Join(b.home, dest)
 			}
-			if err := writeFile(dest, part); err != nil {
+			if _, err := fakekit.WriteFile(dest, part); err != nil {
 				apiError(w, http.StatusBadRequest, err.Error())
 				return
 			}
@@ -707,21 +707,6 @@ func (s *Server) view(b *devbox) map[string]any {
 
 func apiError(w http.ResponseWriter, status int, msg string) {
 	fakekit.WriteJSON(w, status, map[string]any{"message": msg})
-}
-
-func writeFile(dest string, r io.Reader) error {
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(dest)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func newID() string {
