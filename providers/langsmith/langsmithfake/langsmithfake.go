@@ -555,18 +555,28 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, args []string) 
 	}
 }
 
-func (s *Server) upload(w http.ResponseWriter, r *http.Request, args []string) {
-	b := s.ready(w, args[0])
+// filePath returns the host path the data plane's ?path= names (relative to the
+// sandbox's home), or answers the error.
+func (s *Server) filePath(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
+	b := s.ready(w, name)
 	if b == nil {
-		return
+		return "", false
 	}
-	dest := r.URL.Query().Get("path")
-	if dest == "" {
+	p := r.URL.Query().Get("path")
+	if p == "" {
 		validation(w, "path", "Field required")
-		return
+		return "", false
 	}
-	if !filepath.IsAbs(dest) {
-		dest = filepath.Join(b.home, dest)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(b.home, p)
+	}
+	return p, true
+}
+
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, args []string) {
+	dest, ok := s.filePath(w, r, args[0])
+	if !ok {
+		return
 	}
 	f, _, err := r.FormFile("file")
 	if err != nil {
@@ -574,18 +584,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, args []string) {
 		return
 	}
 	defer f.Close()
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		detail(w, http.StatusBadRequest, "UploadError", err.Error())
-		return
-	}
-	out, err := os.Create(dest)
-	if err == nil {
-		_, err = io.Copy(out, f)
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
+	if _, err := fakekit.WriteFile(dest, f); err != nil {
 		detail(w, http.StatusBadRequest, "UploadError", err.Error())
 		return
 	}
@@ -593,17 +592,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, args []string) {
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request, args []string) {
-	b := s.ready(w, args[0])
-	if b == nil {
+	p, ok := s.filePath(w, r, args[0])
+	if !ok {
 		return
-	}
-	p := r.URL.Query().Get("path")
-	if p == "" {
-		validation(w, "path", "Field required")
-		return
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(b.home, p)
 	}
 	f, err := os.Open(p)
 	if err != nil {
