@@ -619,19 +619,29 @@ func (s *Server) fsWrite(w http.ResponseWriter, r *http.Request, args []string) 
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{})
 }
 
-func (s *Server) fsRead(w http.ResponseWriter, r *http.Request, args []string) {
-	_, sb := s.running(w, args[0])
+// fsPath returns the host path a running session's fs/read or fs/mkdir body names
+// (relative to its cwd, else the sandbox's home), or answers the error.
+func (s *Server) fsPath(w http.ResponseWriter, r *http.Request, session string) (string, bool) {
+	_, sb := s.running(w, session)
 	if sb == nil {
-		return
+		return "", false
 	}
 	var in struct{ Path, Cwd string }
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Path == "" {
 		apiError(w, http.StatusBadRequest, "bad_request", "path is required")
-		return
+		return "", false
 	}
 	p := in.Path
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(cmp.Or(in.Cwd, sb.home), p)
+	}
+	return p, true
+}
+
+func (s *Server) fsRead(w http.ResponseWriter, r *http.Request, args []string) {
+	p, ok := s.fsPath(w, r, args[0])
+	if !ok {
+		return
 	}
 	f, err := os.Open(p)
 	if err != nil {
@@ -648,18 +658,9 @@ func (s *Server) fsRead(w http.ResponseWriter, r *http.Request, args []string) {
 }
 
 func (s *Server) fsMkdir(w http.ResponseWriter, r *http.Request, args []string) {
-	_, sb := s.running(w, args[0])
-	if sb == nil {
+	p, ok := s.fsPath(w, r, args[0])
+	if !ok {
 		return
-	}
-	var in struct{ Path, Cwd string }
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Path == "" {
-		apiError(w, http.StatusBadRequest, "bad_request", "path is required")
-		return
-	}
-	p := in.Path
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(cmp.Or(in.Cwd, sb.home), p)
 	}
 	if err := os.Mkdir(p, 0o755); err != nil { // not recursive, like the real API
 		apiError(w, http.StatusBadRequest, "bad_request", "mkdir failed: "+err.Error())
