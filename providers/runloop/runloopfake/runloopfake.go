@@ -331,13 +331,25 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
 	fakekit.WriteJSON(w, http.StatusOK, s.view(b))
 }
 
-func (s *Server) waitDevbox(w http.ResponseWriter, r *http.Request, args []string) {
-	var in struct {
-		Statuses []string `json:"statuses"`
-		Timeout  *int     `json:"timeout_seconds"`
-	}
+// waitBody is the body of both wait_for_status long-polls.
+type waitBody struct {
+	Statuses []string `json:"statuses"`
+	Timeout  *int     `json:"timeout_seconds"`
+}
+
+// decodeWait reads a wait_for_status body, or answers the error.
+func decodeWait(w http.ResponseWriter, r *http.Request) (waitBody, bool) {
+	var in waitBody
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || len(in.Statuses) == 0 {
 		apiError(w, http.StatusBadRequest, "statuses must list at least one status")
+		return in, false
+	}
+	return in, true
+}
+
+func (s *Server) waitDevbox(w http.ResponseWriter, r *http.Request, args []string) {
+	in, ok := decodeWait(w, r)
+	if !ok {
 		return
 	}
 	deadline := time.Now().Add(s.hold(in.Timeout, 30))
@@ -548,12 +560,8 @@ func (s *Server) waitExecution(w http.ResponseWriter, r *http.Request, args []st
 		apiError(w, http.StatusNotFound, "Execution not found: "+args[1])
 		return
 	}
-	var in struct {
-		Statuses []string `json:"statuses"`
-		Timeout  *int     `json:"timeout_seconds"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || len(in.Statuses) == 0 {
-		apiError(w, http.StatusBadRequest, "statuses must list at least one status")
+	in, ok := decodeWait(w, r)
+	if !ok {
 		return
 	}
 	if !slices.Contains(in.Statuses, "running") && !slices.Contains(in.Statuses, "queued") {
