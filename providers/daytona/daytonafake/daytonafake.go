@@ -253,12 +253,20 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 	writeJSON(w, http.StatusOK, s.view(b))
 }
 
+// lookup returns the sandbox idOrName names, or answers the 404; s.mu must be held.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, idOrName string) *box {
+	b := s.find(idOrName)
+	if b == nil {
+		apiError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID or name %s not found", idOrName))
+	}
+	return b
+}
+
 func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.find(args[0])
+	b := s.lookup(w, r, args[0])
 	if b == nil {
-		apiError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID or name %s not found", args[0]))
 		return
 	}
 	b.polls++
@@ -275,9 +283,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
 func (s *Server) startStop(w http.ResponseWriter, r *http.Request, args []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.find(args[0])
+	b := s.lookup(w, r, args[0])
 	if b == nil {
-		apiError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID or name %s not found", args[0]))
 		return
 	}
 	if strings.HasSuffix(r.URL.Path, "/stop") {
