@@ -195,8 +195,9 @@ type proc struct {
 	stdout *eventLog
 	stderr *lockedBuffer
 	done   chan struct{}
-	code   int   // valid after done: the exit code, or 128+signal
-	peakKB int64 // valid after done: the peak resident set (getrusage ru_maxrss), in KiB
+	code     int       // valid after done: the exit code, or 128+signal
+	peakKB   int64     // valid after done: the peak resident set (getrusage ru_maxrss), in KiB
+	exitedAt time.Time // valid after done
 }
 
 // startTalkops starts the talkops binary in dir with exactly env.
@@ -228,6 +229,7 @@ func startProcess(t testing.TB, dir string, env map[string]string, path string, 
 	go func() {
 		<-copied
 		err := cmd.Wait()
+		p.exitedAt = time.Now()
 		p.code = exitCodeOf(err)
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			p.peakKB = ru.Maxrss // Linux reports KiB

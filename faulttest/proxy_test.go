@@ -110,7 +110,8 @@ func newFaultProxy(t testing.TB, upstream string) *faultProxy {
 		},
 		Transport:     transport,
 		FlushInterval: -1, // stream (docker attach, long polls)
-		ErrorLog:      nil,
+		// A client that gave up is not news: answer 502 without logging.
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) },
 	}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	p.URL = p.srv.URL

@@ -1,0 +1,104 @@
+package faulttest
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkSIGTERMToDeleted measures, per provider, how long after a SIGTERM (sent while
+// a check runs) the sandbox is gone and the talkops process has exited: GitHub Actions
+// sends SIGKILL 10 s after it cancels a job, so both must fit well inside that window.
+// The cloud providers run against their fakes on loopback, so their figures are
+// talkops's own share of the time.
+//
+//	eval "$(bash .ci/docker.sh start)"
+//	go test ./faulttest -run '^$' -bench SIGTERMToDeleted -benchtime 5x
+func BenchmarkSIGTERMToDeleted(b *testing.B) {
+	talkopsBin(b)
+	for _, provider := range append([]string{pLocal, pBwrap, pDocker}, cloudProviders...) {
+		b.Run(provider, func(b *testing.B) {
+			var deleted, exited time.Duration
+			for range b.N {
+				d, e := sigtermOnce(b, provider)
+				deleted += d
+				exited += e
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(float64(deleted.Microseconds())/1000/float64(b.N), "ms-to-deleted")
+			b.ReportMetric(float64(exited.Microseconds())/1000/float64(b.N), "ms-to-exit")
+		})
+	}
+}
+
+// sigtermOnce runs one check that never ends, sends SIGTERM once it runs, and returns the
+// time until the sandbox is gone (for local: until its processes are) and until exit.
+func sigtermOnce(b *testing.B, provider string) (toDeleted, toExit time.Duration) {
+	b.Helper()
+	root := b.TempDir()
+	marker := newMarker()
+	tg := newTarget(b, provider, root, "")
+	dir := filepath.Join(root, "project")
+	files := map[string]string{
+		"README.md": "# bench\n",
+		"r.toml":    "[[check]]\nid = \"c1\"\nrun = \"" + strings.ReplaceAll(loopCmd(marker), `"`, `\"`) + "\"\n",
+	}
+	for k, v := range tg.files {
+		files[k] = v
+	}
+	writeFiles(b, dir, files)
+	writeFiles(b, root, map[string]string{"project/.git/HEAD": "", "home/.keep": "", "tmp/.keep": ""})
+	env := hermeticEnv(root, marker)
+	for k, v := range tg.env {
+		env[k] = v
+	}
+	p := startTalkops(b, dir, env, "--sandbox", provider, "--rubric", "r.toml", "--output-format", "stream-json",
+		"--report-dir", filepath.Join(root, "report"))
+	if _, ok := p.waitEvent(func(e event) bool { return e.Type == "check.started" }, time.Minute); !ok {
+		b.Fatalf("the check never started\n%s", tail(p.stderr.String()))
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !commandRunning(marker) {
+		if time.Now().After(deadline) || p.exited() {
+			b.Fatalf("the check's command never ran\n%s", tail(p.stderr.String()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	runID := p.runID()
+	pid := p.cmd.Process.Pid
+	t0 := time.Now()
+	if err := p.signal(syscall.SIGTERM); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		gone := !commandRunning(marker)
+		if provider != pLocal {
+			gone = gone && len(tg.alive(b, runID, pid)) == 0
+		}
+		if gone {
+			toDeleted = time.Since(t0)
+			break
+		}
+		if time.Since(t0) > time.Minute {
+			b.Fatalf("the sandbox still exists a minute after SIGTERM")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	code, ok := p.wait(time.Minute)
+	if !ok || code != 143 {
+		b.Fatalf("exit %d (exited: %v), want 143\n%s", code, ok, tail(p.stderr.String()))
+	}
+	return toDeleted, p.exitedAt.Sub(t0)
+}
+
+// commandRunning reports whether a process carrying marker in its command line runs.
+func commandRunning(marker string) bool {
+	for _, l := range leftovers(marker, "") {
+		if strings.HasPrefix(l.Why, "command line") {
+			return true
+		}
+	}
+	return false
+}
