@@ -52,7 +52,9 @@ func talkopsBin(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(buildDir, "talkops")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", buildPath, "github.com/talkops/talkops/cmd/talkops")
+		// The flags of `make build` (without the version stamp), so sizes and memory
+		// figures are the release binary's.
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", buildPath, "github.com/talkops/talkops/cmd/talkops")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
