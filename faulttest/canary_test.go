@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,7 +208,7 @@ func TestSecretCanaries(t *testing.T) {
 				}
 			}
 			for _, name := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"} {
-				if !contains(masked, c.env[name]) {
+				if !slices.Contains(masked, c.env[name]) {
 					t.Errorf("$%s was not registered with ::add-mask:: (GitHub would print it unmasked)", name)
 				}
 			}
@@ -236,13 +237,4 @@ func addFiles(t *testing.T, sources map[string]string, dir string) {
 		sources[p] = string(data)
 		return nil
 	})
-}
-
-func contains(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }

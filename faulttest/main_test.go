@@ -193,10 +193,10 @@ func (b *lockedBuffer) String() string {
 
 // proc is a running talkops process.
 type proc struct {
-	cmd    *exec.Cmd
-	stdout *eventLog
-	stderr *lockedBuffer
-	done   chan struct{}
+	cmd      *exec.Cmd
+	stdout   *eventLog
+	stderr   *lockedBuffer
+	done     chan struct{}
 	code     int       // valid after done: the exit code, or 128+signal
 	peakKB   int64     // valid after done: the peak resident set (getrusage ru_maxrss), in KiB
 	exitedAt time.Time // valid after done

@@ -3,6 +3,7 @@ package faulttest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -564,7 +565,7 @@ func runRow(t *testing.T, r row) *outcome {
 	o.leaked = len(alive)
 	states := stateIDs(t, root, "")
 	if r.fault == fSIGKILL || len(alive) > 0 || len(states) > 0 {
-		gcEnv := maps(env)
+		gcEnv := maps.Clone(env)
 		delete(gcEnv, "TALKOPS_TEST_FAKE_FAULTS")
 		gcArgs := []string{"sandbox", "gc", "--older-than", "0s"}
 		if r.provider != pLocal {
@@ -613,14 +614,6 @@ func runGC(t *testing.T, provider, dir string, env map[string]string, args ...st
 }
 
 func isSignal(f string) bool { return f == fSIGINT || f == fSIGTERM || f == fSIGKILL }
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
 
 // reach waits until the run is inside the row's stage.
 func reach(t *testing.T, r row, p *proc, held *rule, gh *githubFake, model *scriptedModel, reportDir, marker string) bool {

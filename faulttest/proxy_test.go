@@ -50,10 +50,6 @@ const (
 	actBody
 )
 
-func (a action) String() string {
-	return [...]string{"status", "hang", "drop", "hold", "body"}[a]
-}
-
 // rule matches requests by method and path. nth counts matching requests from 1; 0
 // matches all of them.
 type rule struct {
@@ -66,7 +62,6 @@ type rule struct {
 	reply  string // actBody's answer
 
 	seen     int
-	hits     int
 	arrived  chan struct{}
 	release  chan struct{}
 	abandon  chan struct{}
@@ -178,7 +173,6 @@ func (p *faultProxy) match(req *http.Request, body []byte) *rule {
 		if r.nth != 0 && r.seen != r.nth {
 			continue
 		}
-		r.hits++
 		r.announce.Do(func() { close(r.arrived) })
 		return r
 	}
