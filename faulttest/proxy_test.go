@@ -200,7 +200,7 @@ func (p *faultProxy) serve(w http.ResponseWriter, req *http.Request) {
 	case actBody:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, r.reply)
+		_, _ = io.WriteString(w, r.reply)
 	case actHang:
 		select {
 		case <-req.Context().Done():
