@@ -844,3 +844,27 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("empty prompt: %v", err)
 	}
 }
+
+// panicSandbox panics in Exec, as a broken provider might.
+type panicSandbox struct{ providers.Sandbox }
+
+func (panicSandbox) Exec(context.Context, providers.Cmd) (providers.ExecResult, error) {
+	panic("provider bug")
+}
+
+// Parallel tool calls run on their own goroutines, where a panic would kill talkops before
+// teardown: it must come back as an error from Run instead.
+func TestPanicInParallelToolCallIsAnError(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, script(
+		modeltest.Step{ToolCalls: []modeltest.ToolCall{
+			call("read_file", map[string]any{"path": "a.txt"}),
+			call("read_file", map[string]any{"path": "b.txt"}),
+		}},
+		modeltest.Step{Text: "done"},
+	), setup{configure: func(o *agent.Options) { o.Sandbox = panicSandbox{o.Sandbox} }})
+	_, err := h.agent.Run(t.Context(), "read two files")
+	if err == nil || !strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("Run() error = %v, want the recovered panic", err)
+	}
+}

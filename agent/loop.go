@@ -382,6 +382,12 @@ func (a *Agent) runTools(ctx context.Context, calls []model.ToolCall) error {
 					defer wg.Done()
 					sem <- struct{}{}
 					defer func() { <-sem }()
+					// A panic on this goroutine would kill talkops before teardown.
+					defer func() {
+						if p := recover(); p != nil {
+							errs[k-i] = fmt.Errorf("internal error in tool %s: %v", calls[k].Name, p)
+						}
+					}()
 					results[k], errs[k-i] = a.runOne(ctx, turn, calls[k])
 				}()
 				ran[k] = true

@@ -204,7 +204,7 @@ func (j *Judge) Grade(ctx context.Context, req rubric.JudgeRequest) ([]result.It
 		go func() {
 			defer wg.Done()
 			for tk := range tasks {
-				results[tk.g][tk.v] = j.vote(ctx, req, groups[tk.g], tk.v+1)
+				results[tk.g][tk.v] = j.safeVote(ctx, req, groups[tk.g], tk.v+1)
 			}
 		}()
 	}
@@ -250,6 +250,18 @@ func groupCriteria(crit []rubric.Criterion) []*group {
 // vote makes one independent judgement of a group: a call, and one retry when the call
 // fails, times out or answers outside the schema (the retry shows the model what was
 // wrong with its answer).
+// safeVote is vote with a panic turned into a failed vote: a vote runs on its own
+// goroutine, where a panic would kill talkops before teardown. A failed vote is an error
+// item, never a pass.
+func (j *Judge) safeVote(ctx context.Context, req rubric.JudgeRequest, gr *group, n int) (res callResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = callResult{err: fmt.Sprintf("internal error in the judge: %v", p)}
+		}
+	}()
+	return j.vote(ctx, req, gr, n)
+}
+
 func (j *Judge) vote(ctx context.Context, req rubric.JudgeRequest, gr *group, n int) callResult {
 	start := time.Now()
 	var out callResult

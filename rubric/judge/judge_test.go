@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/talkops/talkops/agent/model"
 	"github.com/talkops/talkops/agent/model/modeltest"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/result"
@@ -680,5 +681,31 @@ func TestRedaction(t *testing.T) {
 	data, _ := json.Marshal(items)
 	if strings.Contains(string(data), secret) {
 		t.Errorf("the secret is in the items: %s", data)
+	}
+}
+
+// panicModel panics inside Complete, as a broken client might.
+type panicModel struct{}
+
+func (panicModel) Complete(context.Context, model.Request) (model.Response, error) {
+	panic("client bug")
+}
+
+// A panic on a vote's goroutine must not kill talkops before teardown: the vote fails and
+// the criterion is an error, never a pass.
+func TestPanickingModelIsAnError(t *testing.T) {
+	t.Parallel()
+	r := parseText(t, "terraform validate passes")
+	j, err := judge.New(judge.Options{Model: panicModel{}, ModelName: "test:panic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := j.Grade(t.Context(), rubric.JudgeRequest{Iteration: 1, Rubric: r, Criteria: r.Criteria,
+		Agent: validateRun("Success! The configuration is valid.\n", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := items[0]; it.Status != result.StatusError || !strings.Contains(it.Reason, "internal error") {
+		t.Errorf("item = %s %q, want error mentioning the internal error", it.Status, it.Reason)
 	}
 }
