@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -250,7 +251,10 @@ func (r *run) execute(parent context.Context) {
 	r.finish(parent)
 	r.writeResult()
 	r.publish(parent)
-	r.writeResult()
+	r.noteLateInterrupt(parent)
+	if err := r.writeResult(); err != nil {
+		r.resultUnwritten(err)
+	}
 	r.emit(events.Event{Type: events.RunFinished, Message: r.res.Verdict, Data: map[string]any{
 		"verdict": r.res.Verdict, "exit_code": r.res.ExitCode, "score": r.res.Score,
 	}})
@@ -662,15 +666,22 @@ func (r *run) publish(parent context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
 	defer cancel()
-	if r.opts.Force != nil {
-		go func() {
+	go func() {
+		// A signal while publishing leaves a short grace (GitHub's cancel window), a second
+		// signal none.
+		select {
+		case <-parent.Done():
 			select {
+			case <-time.After(r.opts.InterruptTeardownTimeout / 2):
 			case <-r.opts.Force:
-				cancel()
 			case <-ctx.Done():
 			}
-		}()
-	}
+			cancel()
+		case <-r.opts.Force:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	start := time.Now()
 	idx := r.record(StagePublish, start, "running", nil)
 	var errs []error
@@ -689,19 +700,50 @@ func (r *run) publish(parent context.Context) {
 	}
 }
 
-// writeResult stores result.json; a failure is logged and recorded, never fatal.
-func (r *run) writeResult() {
+// writeResult stores result.json. A failure is logged; the final write's failure also
+// changes the exit code (resultUnwritten).
+func (r *run) writeResult() error {
 	if r.opts.ReportDir == "" {
-		return
+		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	path, err := result.Write(r.opts.ReportDir, r.res)
 	if err != nil {
 		r.log.Error().Err(err).Msg("could not write result.json")
-		return
+		return err
 	}
 	if r.opts.AfterResult != nil {
 		r.opts.AfterResult(path)
 	}
+	return nil
+}
+
+// resultUnwritten makes a run whose final result.json could not be written exit 3: the
+// steps that read it (reports, artifacts, talkops report --from) would find nothing, so
+// the run must not look green. An interrupt keeps its own code.
+func (r *run) resultUnwritten(err error) {
+	res := r.res
+	res.Errors = append(res.Errors, result.Error{Stage: StagePublish, Message: err.Error()})
+	if res.Interrupted != "" {
+		return
+	}
+	res.Verdict = result.VerdictError
+	res.Reason = "result.json could not be written: " + err.Error()
+	res.ExitCode = ExitError
+	if r.opts.Advisory {
+		res.ExitCode = ExitPass
+	}
+}
+
+// noteLateInterrupt records a signal that arrived after the verdict, while publishing:
+// the exit code says the run was interrupted, and result.json says when.
+func (r *run) noteLateInterrupt(parent context.Context) {
+	in, ok := interruptedBy(context.Cause(parent))
+	if !ok || r.res.Interrupted != "" {
+		return
+	}
+	r.res.Interrupted = SignalName(in.Signal)
+	r.res.ExitCode = in.ExitCode()
+	r.res.Reason = strings.TrimPrefix(r.res.Reason+"; ", "; ") + in.Error() + " while publishing"
 }
