@@ -46,7 +46,7 @@ type blockingPublisher struct {
 	waited    time.Duration
 }
 
-func (p *blockingPublisher) Name() string                                 { return "blocking" }
+func (p *blockingPublisher) Name() string                                { return "blocking" }
 func (p *blockingPublisher) Begin(context.Context, *result.Result) error { return nil }
 func (p *blockingPublisher) Finish(ctx context.Context, _ *result.Result) error {
 	start := time.Now()
