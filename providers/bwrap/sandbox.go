@@ -384,7 +384,8 @@ func (s *Sandbox) Exec(ctx context.Context, c providers.Cmd) (providers.ExecResu
 	cmd := exec.CommandContext(runCtx, args[0], args[1:]...)
 	cmd.Env = s.environ(c.Env)
 	cmd.Dir = s.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: bwrap dies with talkops even if --die-with-parent misses it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error {
 		// bwrap's PID namespace dies with it, so killing the group kills every
 		// process of the command, including ones that started their own session.
