@@ -308,18 +308,29 @@ func FuzzProviderAPI(f *testing.F) {
 		if err != nil {
 			t.Fatalf("provider %d: %v", which%4, err)
 		}
-		bounded(t, 10*time.Second, p.Name()+" client", func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
+		// Each call gets its own short deadline; the bound is generous because a cancelled
+		// remote command is killed on a context of its own (up to 5 s, see remote.killWait).
+		op := func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Second)
+		}
+		bounded(t, 30*time.Second, p.Name()+" client", func() {
 			spec := providers.Spec{RunID: "r1", TTL: time.Hour, Labels: map[string]string{providers.LabelRunID: "r1", providers.LabelCreatedBy: "talkops"}}
-			if sb, err := p.Create(ctx, spec); err == nil {
+			ctx, cancel := op()
+			sb, err := p.Create(ctx, spec)
+			cancel()
+			if err == nil {
 				if sb.ID() == "" {
 					t.Errorf("%s: Create returned a sandbox without an id", p.Name())
 				}
+				ctx, cancel = op()
 				_, _ = sb.Exec(ctx, providers.Shell("echo hi"))
+				cancel()
+				ctx, cancel = op()
 				_ = sb.Close(ctx)
+				cancel()
 			}
 			if l, ok := p.(providers.Lister); ok {
+				ctx, cancel = op()
 				if infos, err := l.List(ctx); err == nil {
 					for _, in := range infos {
 						if in.ID == "" {
@@ -327,11 +338,16 @@ func FuzzProviderAPI(f *testing.F) {
 						}
 					}
 				}
+				cancel()
+				ctx, cancel = op()
 				_ = l.Delete(ctx, "sb-1")
+				cancel()
 			}
+			ctx, cancel = op()
 			if sb, err := p.Attach(ctx, "sb-1"); err == nil {
 				_ = sb.Close(ctx)
 			}
+			cancel()
 		})
 	})
 }
