@@ -4,6 +4,7 @@ package local_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/talkops/talkops/providers"
@@ -15,8 +16,10 @@ type harness struct {
 	p *local.Provider
 }
 
+// newHarness records sandboxes in a state directory, so the suite also checks that
+// Close removes their records: Alive is what the provider holds open or still lists.
 func newHarness(ctx context.Context, t *testing.T) (providertest.Harness, error) {
-	return &harness{p: local.New(local.Options{})}, nil
+	return &harness{p: local.New(local.Options{StateDir: t.TempDir()})}, nil
 }
 
 func (h *harness) NewProvider(ctx context.Context, t *testing.T) providers.Provider { return h.p }
@@ -25,7 +28,19 @@ func (h *harness) Spec(t *testing.T) providers.Spec {
 	return providers.Spec{ProjectDir: t.TempDir()}
 }
 
-func (h *harness) Alive(ctx context.Context) ([]string, bool) { return h.p.Alive(), true }
+func (h *harness) Alive(ctx context.Context) ([]string, bool) {
+	infos, err := h.p.List(ctx)
+	if err != nil {
+		return nil, false
+	}
+	ids := h.p.Alive()
+	for _, in := range infos {
+		if !slices.Contains(ids, in.ID) {
+			ids = append(ids, in.ID)
+		}
+	}
+	return ids, true
+}
 
 func (h *harness) Close() {}
 

@@ -3,7 +3,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -22,7 +21,9 @@ import (
 	"github.com/talkops/talkops/providers"
 )
 
-// Exec runs cmd.Argv directly (no shell) in its own process group. A program that cannot
+// Exec runs cmd.Argv directly (no shell) in its own process group, recorded in the state
+// directory (if any) until the group is empty. On Linux the command is SIGKILLed by the
+// kernel if talkops dies while it runs. A program that cannot
 // be found is a result with exit code 127, one that cannot be executed 126, as a shell
 // reports them. A command killed by a signal exits 128+signal. Cmd.Dir may name any host
 // directory: the local provider does not confine commands, only Upload and Download.
@@ -95,6 +96,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	c.Stdout = tee(stdout, cmd.Stdout)
 	c.Stderr = tee(stderr, cmd.Stderr)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setPdeathsig(c.SysProcAttr)
 	c.WaitDelay = s.waitDelay
 	var killed atomic.Bool
 	c.Cancel = func() error {
@@ -103,6 +105,11 @@ func (s *sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 		return nil
 	}
 
+	// The parent-death signal fires when the thread that forked the command exits, not
+	// the process. Go ends a thread when a goroutine locked to it exits, so the thread
+	// stays locked to this goroutine, and out of others' reach, until Wait returned.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := c.Start(); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return providers.ExecResult{}, fmt.Errorf("local: exec %s: %w", name, ctxErr)
@@ -117,8 +124,21 @@ func (s *sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	}
 	pgid := c.Process.Pid
 	s.mu.Lock()
-	s.groups[pgid] = struct{}{}
+	var recErr error
+	if !s.closed {
+		// After Close the command is being killed (its context is cancelled), and
+		// Close removed the sandbox's record directory.
+		s.groups[pgid] = struct{}{}
+		recErr = s.recordGroup(pgid)
+	}
 	s.mu.Unlock()
+	if recErr != nil {
+		// A command that gc could not reap if talkops died must not run.
+		killGroup(pgid)
+		_ = c.Wait()
+		s.forgetIfEmpty(pgid)
+		return providers.ExecResult{}, fmt.Errorf("local: exec %s: %w", name, recErr)
+	}
 
 	werr := c.Wait()
 	s.forgetIfEmpty(pgid)
@@ -260,28 +280,12 @@ func groupExists(pgid int) bool {
 // groupRunning reports whether a process that is not a zombie is in the group. It reads
 // /proc where there is one and falls back to groupExists.
 func groupRunning(pgid int) bool {
-	entries, err := os.ReadDir("/proc")
+	procs, err := readProcs()
 	if err != nil {
 		return groupExists(pgid)
 	}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// Format: pid (comm) state ppid pgrp ...; comm may contain spaces and ')'.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(stat[i+1:])
-		if len(f) < 3 || string(f[0]) == "Z" || string(f[0]) == "X" {
-			continue
-		}
-		if g, err := strconv.Atoi(string(f[2])); err == nil && g == pgid {
+	for _, p := range procs {
+		if p.PGID == pgid && !p.Zombie {
 			return true
 		}
 	}

@@ -10,6 +10,14 @@
 //
 // Commands left running in the background by a command that exited (`server &`) keep
 // running, as they would in a container, until Close kills their process group.
+//
+// A talkops process that is SIGKILLed cannot run Close. On Linux each command gets
+// SIGKILL from the kernel when talkops dies (the parent-death signal), which reaches the
+// command but not what it started. For the rest, a provider given Options.StateDir
+// records each sandbox and each of its process groups there while they exist, and
+// implements providers.Lister: `talkops sandbox gc` lists what a dead run left and its
+// Delete kills the recorded groups, after checking on /proc that each group is still the
+// one recorded.
 package local
 
 import (
@@ -60,6 +68,11 @@ type Options struct {
 	// the command exited or was killed (a background child may hold them open);
 	// 0 means DefaultWaitDelay.
 	WaitDelay time.Duration
+	// StateDir, when set, is where the provider records each open sandbox and the
+	// process groups of its commands, for List and Delete in this or a later process
+	// (DefaultStateDir is the CLI's). "" records nothing: List then finds nothing, and
+	// a SIGKILLed run's background processes cannot be reaped.
+	StateDir string
 }
 
 // Provider creates local sandboxes. It is safe for concurrent use.
@@ -89,8 +102,10 @@ func (p *Provider) Name() string { return Name }
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // Create returns a sandbox whose working directory is spec.WorkDir (absolute, or relative
-// to spec.ProjectDir) or else spec.ProjectDir. Nothing is created on disk. A Snapshot is
-// not supported.
+// to spec.ProjectDir) or else spec.ProjectDir. The id is "local-" and spec.RunID (or a
+// random one when the run id is not a safe name). With Options.StateDir the sandbox is
+// recorded there, and when another recorded sandbox already has the id a random suffix
+// is added. A Snapshot is not supported.
 func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.Sandbox, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("local: create: %w", err)
@@ -137,8 +152,16 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		_, _ = rand.Read(b)
 		id = hex.EncodeToString(b)
 	}
+	id = "local-" + id
+	var stateDir string
+	if p.opts.StateDir != "" {
+		if id, stateDir, err = p.record(spec, id, wd); err != nil {
+			return nil, fmt.Errorf("local: create: %w", err)
+		}
+	}
 	sb := &sandbox{
-		id:        "local-" + id,
+		id:        id,
+		stateDir:  stateDir,
 		workDir:   wd,
 		env:       env,
 		waitDelay: p.opts.WaitDelay,
@@ -149,6 +172,25 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	p.sandboxes[sb] = struct{}{}
 	p.mu.Unlock()
 	return sb, nil
+}
+
+// record claims the sandbox's directory in the state directory and writes its record.
+func (p *Provider) record(spec providers.Spec, id, wd string) (string, string, error) {
+	id, err := claimDir(p.opts.StateDir, id)
+	if err != nil {
+		return "", "", fmt.Errorf("record the sandbox in %s: %w", p.opts.StateDir, err)
+	}
+	dir := filepath.Join(p.opts.StateDir, id)
+	host, _ := os.Hostname()
+	rec := sandboxRecord{
+		ID: id, RunID: spec.RunID, CreatedAt: time.Now().UTC(), WorkDir: wd,
+		OwnerPID: os.Getpid(), OwnerHost: host, Labels: maps.Clone(spec.Labels),
+	}
+	if err := writeJSON(filepath.Join(dir, sandboxFile), rec); err != nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Errorf("record the sandbox in %s: %w", p.opts.StateDir, err)
+	}
+	return id, dir, nil
 }
 
 // Attach is not supported: a local sandbox lives only as long as the process that made it.
@@ -187,6 +229,7 @@ func checkEnv(env map[string]string) error {
 
 type sandbox struct {
 	id        string
+	stateDir  string // the sandbox's record directory; "" when not recorded
 	workDir   string
 	env       map[string]string // read-only after Create
 	waitDelay time.Duration
@@ -319,6 +362,15 @@ func (s *sandbox) Close(ctx context.Context) error {
 	for _, pgid := range groups {
 		killGroup(pgid)
 	}
+	var err error
+	if s.stateDir != "" {
+		// The groups are SIGKILLed, which cannot be ignored: their record goes too.
+		s.mu.Lock()
+		if rerr := os.RemoveAll(s.stateDir); rerr != nil {
+			err = fmt.Errorf("local: close %s: remove its record: %w", s.id, rerr)
+		}
+		s.mu.Unlock()
+	}
 	done := make(chan struct{})
 	go func() {
 		s.execs.Wait()
@@ -329,7 +381,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		// The commands are killed; their Execs return within WaitDelay.
 	}
-	return nil
+	return err
 }
 
 // alive reports whether the sandbox is open or one of its process groups still has a
@@ -345,6 +397,7 @@ func (s *sandbox) alive() bool {
 			return true
 		}
 		delete(s.groups, pgid)
+		s.forgetGroup(pgid)
 	}
 	return false
 }
@@ -357,6 +410,7 @@ func (s *sandbox) forgetIfEmpty(pgid int) {
 	}
 	s.mu.Lock()
 	delete(s.groups, pgid)
+	s.forgetGroup(pgid)
 	s.mu.Unlock()
 }
 
