@@ -10,7 +10,9 @@
 // a delay on Create, an error on the Nth Exec or Upload, a delay before every Exec, a
 // Close that fails the first K times, a delay in Close.
 //
-// The provider also implements providers.Lister, backed by the ledger.
+// The provider also implements providers.Lister, backed by the ledger. Like a remote
+// delete, its Delete kills the sandbox's commands even when the process that ran them
+// is gone: the inner local provider records their process groups under Options.Dir.
 //
 // It is never in the CLI's provider map unless the environment variable
 // TALKOPS_TEST_FAKE_PROVIDER=1 is set; the CLI then builds it with FromEnv, which reads
@@ -75,8 +77,9 @@ type Faults struct {
 
 // Options configure the provider.
 type Options struct {
-	// Dir holds one working directory per sandbox; "" means a "talkops-fake" directory
-	// in os.TempDir().
+	// Dir holds one working directory per sandbox, and in LocalStateDir the records of
+	// their commands' process groups; "" means a "talkops-fake" directory in
+	// os.TempDir().
 	Dir string
 	// LedgerFile, when set, is a JSON file holding the ledger, shared with other
 	// processes (updates take a file lock). Without it the ledger is in memory only.
@@ -84,6 +87,10 @@ type Options struct {
 	// Faults to inject.
 	Faults Faults
 }
+
+// LocalStateDir is the directory under Options.Dir where the inner local provider records
+// the sandboxes' running process groups (see local.Options.StateDir).
+const LocalStateDir = ".local-state"
 
 // Provider is the fake provider. It is safe for concurrent use.
 type Provider struct {
@@ -110,7 +117,7 @@ func New(opts Options) *Provider {
 	}
 	return &Provider{
 		opts:   opts,
-		local:  local.New(local.Options{}),
+		local:  local.New(local.Options{StateDir: filepath.Join(opts.Dir, LocalStateDir)}),
 		ledger: &ledger{path: opts.LedgerFile, mem: map[string]Record{}},
 		owned:  map[string]*sandbox{},
 	}
@@ -243,8 +250,9 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 	return out, nil
 }
 
-// Delete deletes a sandbox by id, killing its commands if this process runs them.
-// Deleting one that is already gone is not an error.
+// Delete deletes a sandbox by id, killing its commands, whichever process started them
+// (this one, a killed one, or one with an attached handle). Deleting one that is already
+// gone is not an error.
 func (p *Provider) Delete(ctx context.Context, id string) error {
 	p.mu.Lock()
 	sb := p.owned[id]
@@ -259,6 +267,9 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	if !ok || !rec.DeletedAt.IsZero() {
 		return nil
 	}
+	if err := p.reapLocal(ctx, id); err != nil {
+		return fmt.Errorf("fake: delete %s: %w", id, err)
+	}
 	if err := os.RemoveAll(rec.WorkDir); err != nil {
 		return fmt.Errorf("fake: delete %s: %w", id, err)
 	}
@@ -266,6 +277,22 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("fake: delete %s: %w", id, err)
 	}
 	return nil
+}
+
+// reapLocal kills the commands that any process runs in the fake sandbox id: each
+// handle on it (created or attached) is a local sandbox whose run id is id.
+func (p *Provider) reapLocal(ctx context.Context, id string) error {
+	infos, err := p.local.List(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, in := range infos {
+		if in.RunID == id {
+			errs = append(errs, p.local.Delete(ctx, in.ID))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // countExec returns whether this Exec is the one that must fail.
@@ -359,6 +386,9 @@ func (s *sandbox) delete(ctx context.Context) error {
 		return nil
 	}
 	if err := s.inner.Close(ctx); err != nil {
+		return fmt.Errorf("fake: delete %s: %w", s.id, err)
+	}
+	if err := s.p.reapLocal(ctx, s.id); err != nil {
 		return fmt.Errorf("fake: delete %s: %w", s.id, err)
 	}
 	if err := os.RemoveAll(s.inner.WorkDir()); err != nil {
