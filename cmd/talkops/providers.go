@@ -54,7 +54,8 @@ var providerMakers = map[string]providerMaker{
 		if err := decodeProviderTable(cfg, local.Name, &opts); err != nil {
 			return nil, capabilities{}, err
 		}
-		return local.New(local.Options{Getenv: getenv}), capabilities{}, nil
+		// Recorded process groups let `sandbox gc` kill what a SIGKILLed run left.
+		return local.New(local.Options{Getenv: getenv, StateDir: local.DefaultStateDir(getenv)}), capabilities{}, nil
 	},
 	fakeProviderName: func(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error) {
 		p, err := fake.FromEnv(getenv)
