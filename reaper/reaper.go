@@ -4,6 +4,7 @@
 package reaper
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -140,7 +141,22 @@ func PIDAlive(pid int) bool {
 		return false
 	}
 	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	return !zombie(pid)
+}
+
+// zombie reports a process that has exited but not been reaped yet (a SIGKILLed talkops
+// whose parent has not waited for it): it owns nothing any more.
+func zombie(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may contain any byte.
+	i := bytes.LastIndexByte(data, ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
 
 // ListLedger merges the ledger with every lister's sandboxes. A provider that fails to

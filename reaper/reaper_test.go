@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"sync"
@@ -231,5 +233,26 @@ func TestListAndGCOneRun(t *testing.T) {
 	rep, err := GCLedger(t.Context(), map[string]providers.Lister{"docker": docker}, &memLedger{}, 0, false, opts)
 	if err != nil || len(rep.Deleted) != 1 || rep.Deleted[0].ID != "c-mine" {
 		t.Fatalf("GCLedger(RunID) deleted %+v, %v; want only c-mine", rep.Deleted, err)
+	}
+}
+
+// A SIGKILLed talkops that its parent has not reaped yet is a zombie: it owns nothing.
+func TestPIDAliveZombie(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sh", "-c", "exit 0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(10 * time.Second)
+	for !zombie(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if PIDAlive(pid) {
+		t.Errorf("PIDAlive(%d) = true for an exited, unreaped process", pid)
+	}
+	_ = cmd.Wait()
+	if !PIDAlive(os.Getpid()) {
+		t.Error("PIDAlive(self) = false")
 	}
 }
