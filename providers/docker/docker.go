@@ -251,14 +251,17 @@ func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r res
 	} else {
 		cfg.Entrypoint = reapingKeepAlive
 	}
-	// The create call is not cut off by ctx: a request cancelled mid-flight can still
-	// create the container after we gave up on it, leaving an orphan we have no id for.
-	// It is short, so it gets its own bound and ctx is checked once it returns.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	// ctx cuts the create short, and the name is ours alone: an engine that finishes a
+	// create after we gave up on it (or after the connection broke) leaves a container
+	// that removeByName finds. One that lands even later is left to gc, by its labels.
+	cctx, cancel := context.WithTimeout(ctx, createTimeout)
 	created, err := cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
 	cancel()
 	if err != nil {
-		return "", fmt.Errorf("create container: %w", err)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return "", errors.Join(fmt.Errorf("create container %s: %w", name, err), removeByName(ctx, cli, name))
 	}
 	if err := ctx.Err(); err != nil {
 		return "", errors.Join(err, removeQuietly(ctx, cli, created.ID))
@@ -269,19 +272,77 @@ func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r res
 	return created.ID, nil
 }
 
+// Bounds on engine calls that ctx does not end, or that run after it ended.
+const (
+	// createTimeout bounds ContainerCreate on top of ctx.
+	createTimeout = 60 * time.Second
+	// removeByNameTimeout bounds the clean-up after a failed create. It runs after ctx
+	// may have ended, so it is short: Create returns promptly on cancel, and gc removes
+	// what this misses.
+	removeByNameTimeout = 2 * time.Second
+	// removalWait bounds the wait for another remover (a concurrent gc) to finish.
+	removalWait = 5 * time.Second
+)
+
+// removeByName removes the container a failed create may still have made. Not finding
+// it is the common case and not an error.
+func removeByName(ctx context.Context, cli *client.Client, name string) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeByNameTimeout)
+	defer cancel()
+	if err := removeContainer(rctx, cli, name); err != nil {
+		return fmt.Errorf("remove container %s after the failed create (gc removes it later): %w", name, err)
+	}
+	return nil
+}
+
 // removeQuietly force-removes a container on a context that survives cancellation; a
 // container that does not exist is not an error.
 func removeQuietly(ctx context.Context, cli *client.Client, id string) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	err := cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err == nil || cerrdefs.IsNotFound(err) {
+	if err := removeContainer(rctx, cli, id); err != nil {
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	return nil
+}
+
+// removeContainer force-removes a container by id or name. One that does not exist is
+// not an error. One that another remover (a second gc, a teardown racing gc) is already
+// removing is done too: the engine answers "removal of container … is already in
+// progress", and removeContainer waits, at most removalWait and ctx, for it to go.
+func removeContainer(ctx context.Context, cli *client.Client, id string) error {
+	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	switch {
+	case err == nil, cerrdefs.IsNotFound(err):
+		return nil
+	case isRemovalInProgress(err):
+		waitGone(ctx, cli, id, removalWait)
 		return nil
 	}
-	if strings.Contains(err.Error(), "is already in progress") {
-		return nil
+	return err
+}
+
+// isRemovalInProgress reports the engine's answer to a remove while another runs.
+func isRemovalInProgress(err error) bool {
+	return strings.Contains(err.Error(), "is already in progress")
+}
+
+// waitGone polls until the container is gone, the bound passes or ctx ends.
+func waitGone(ctx context.Context, cli *client.Client, id string, bound time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := cli.ContainerInspect(wctx, id); cerrdefs.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-wctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
-	return fmt.Errorf("remove container %s: %w", id, err)
 }
 
 func isInitMissing(err error) bool {
@@ -442,14 +503,14 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 	return out, nil
 }
 
-// Delete force-removes a container. One that is already gone is not an error.
+// Delete force-removes a container. One that is already gone, or that another process
+// is already removing, is not an error.
 func (p *Provider) Delete(ctx context.Context, id string) error {
 	cli, err := p.engine(ctx)
 	if err != nil {
 		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
 	}
-	err = cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) {
+	if err := removeContainer(ctx, cli, id); err != nil {
 		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
 	}
 	return nil

@@ -2,23 +2,31 @@ package docker
 
 import (
 	"archive/tar"
+	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -148,7 +156,7 @@ func (s *Sandbox) exec(ctx context.Context, c providers.Cmd, user string) (provi
 	if err != nil {
 		return providers.ExecResult{}, s.execErr(ctx, argv0, "create", err)
 	}
-	resp, err := s.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	resp, err := s.startExec(ctx, created.ID)
 	if err != nil {
 		return providers.ExecResult{}, s.execErr(ctx, argv0, "start", err)
 	}
@@ -235,6 +243,124 @@ func (s *Sandbox) exec(ctx context.Context, c providers.Cmd, user string) (provi
 		res.Stderr = append(res.Stderr, []byte(fmt.Sprintf("talkops: killed: memory limit (%s) exceeded\n", humanBytes(s.opts.memory)))...)
 	}
 	return res, nil
+}
+
+// startExec starts an exec and takes over its connection for the streams, as the
+// client's ContainerExecAttach does, except that ctx and Close abandon the wait for the
+// engine's answer. The client writes that request and reads the answer on a raw
+// connection that no context reaches (moby/moby#36543): an engine that never answers
+// would hold the run past --timeout and every signal. Here the connection is closed
+// when ctx ends or the sandbox closes, which ends the wait and leaves nothing behind.
+func (s *Sandbox) startExec(ctx context.Context, execID string) (types.HijackedResponse, error) {
+	req, err := s.execStartRequest(ctx, execID)
+	if err != nil {
+		return types.HijackedResponse{}, err
+	}
+	conn, err := s.cli.Dialer()(ctx)
+	if err != nil {
+		return types.HijackedResponse{}, fmt.Errorf("connect to the docker engine at %s: %w", s.cli.DaemonHost(), err)
+	}
+	stop := make(chan struct{})
+	var abandoned atomic.Bool
+	var watch sync.WaitGroup
+	watch.Go(func() { // ends when the handshake ends, ctx ends or the sandbox closes
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+		case <-s.closing:
+		}
+		abandoned.Store(true)
+		conn.Close()
+	})
+	br := bufio.NewReader(conn)
+	var resp *http.Response
+	err = req.Write(conn)
+	if err == nil {
+		resp, err = http.ReadResponse(br, req)
+	}
+	close(stop)
+	watch.Wait()
+	switch {
+	case abandoned.Load():
+		conn.Close()
+		if ctx.Err() != nil {
+			return types.HijackedResponse{}, ctx.Err()
+		}
+		return types.HijackedResponse{}, providers.ErrClosed
+	case err != nil:
+		conn.Close()
+		return types.HijackedResponse{}, err
+	case resp.StatusCode != http.StatusSwitchingProtocols:
+		defer conn.Close()
+		return types.HijackedResponse{}, engineError(resp)
+	}
+	return types.NewHijackedResponse(&hijackedConn{Conn: conn, r: br}, resp.Header.Get("Content-Type")), nil
+}
+
+// execStartRequest is POST /exec/{id}/start, built as the client builds it: the API
+// version the client negotiated (its exec create ran first), the host's base path, and
+// the dummy Host header for local sockets.
+func (s *Sandbox) execStartRequest(ctx context.Context, execID string) (*http.Request, error) {
+	host, err := client.ParseHostURL(s.cli.DaemonHost())
+	if err != nil {
+		return nil, fmt.Errorf("docker host %q: %w", s.cli.DaemonHost(), err)
+	}
+	p := path.Join("/", host.Path, "exec", url.PathEscape(execID), "start")
+	if v := strings.TrimPrefix(s.cli.ClientVersion(), "v"); v != "" {
+		p = path.Join("/", host.Path, "v"+v, "exec", url.PathEscape(execID), "start")
+	}
+	body, err := json.Marshal(container.ExecAttachOptions{})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Host = host.Host
+	if host.Scheme == "unix" || host.Scheme == "npipe" {
+		req.Host = client.DummyHost
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "tcp")
+	return req, nil
+}
+
+// engineError turns an answer other than 101 into an error carrying the engine's
+// message; a 404 (the exec or its container is gone) matches cerrdefs.IsNotFound.
+func engineError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var msg struct {
+		Message string `json:"message"`
+	}
+	text := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &msg) == nil && msg.Message != "" {
+		text = msg.Message
+	}
+	err := fmt.Errorf("engine answered %s: %s", resp.Status, text)
+	if resp.StatusCode == http.StatusNotFound {
+		return fmt.Errorf("%w: %w", cerrdefs.ErrNotFound, err)
+	}
+	return err
+}
+
+// hijackedConn reads through the buffer that read the engine's answer, which may
+// already hold the first bytes of the stream.
+type hijackedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *hijackedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// CloseWrite half-closes the connection (end of stdin) when the transport can.
+func (c *hijackedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(types.CloseWriter); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // execErr wraps an engine error, preferring the context's or Close's cause.
@@ -439,8 +565,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 }
 
 func (s *Sandbox) remove(ctx context.Context) error {
-	err := s.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
+	if err := removeContainer(ctx, s.cli, s.id); err != nil {
 		return fmt.Errorf("close docker sandbox %s: remove container: %w", s.id, err)
 	}
 	return nil
