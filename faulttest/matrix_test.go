@@ -80,18 +80,9 @@ type weakness struct {
 	match []string // substrings of the problem message
 }
 
-// W1–W5 and W9 were fixed by their owners (see RELIABILITY.md); their rows must now pass.
-var weaknesses = []weakness{
-	{tag: "W6 docker: a hung container create holds the run for 60 s, past --timeout and any signal",
-		rows:  func(r row) bool { return r.provider == pDocker && r.op == opCreate && r.fault == fHang },
-		match: []string{"after a hung call"}},
-	{tag: "W8 docker: a hung exec start is never abandoned (moby/moby#36543); talkops hangs until SIGKILL",
-		rows:  func(r row) bool { return r.provider == pDocker && r.op == opExec && r.fault == fHang },
-		match: []string{"did not exit within", "exit 137, want [124]", "after a hung call"}},
-	{tag: "W7 docker: gc fails when another gc is already removing the container",
-		rows:  func(r row) bool { return r.provider == pDocker },
-		match: []string{"is already in progress"}},
-}
+// W1–W9 were all fixed by their owners (see RELIABILITY.md); every row must pass. A new
+// weakness that cannot be fixed at once is listed here with its tag and the rows it affects.
+var weaknesses = []weakness{}
 
 // knownWeakness returns the tag of the weakness that explains problem, if any.
 func knownWeakness(r row, problem string) string {
