@@ -279,20 +279,42 @@ const (
 	// removeByNameTimeout bounds the clean-up after a failed create. It runs after ctx
 	// may have ended, so it is short: Create returns promptly on cancel, and gc removes
 	// what this misses.
-	removeByNameTimeout = 2 * time.Second
+	removeByNameTimeout = 3 * time.Second
 	// removalWait bounds the wait for another remover (a concurrent gc) to finish.
 	removalWait = 5 * time.Second
 )
 
-// removeByName removes the container a failed create may still have made. Not finding
-// it is the common case and not an error.
+// removeByName removes the container a failed create may still have made. The engine
+// goes on with a create whose request was cancelled, so the container can appear a moment
+// after the cancel: it is looked for until removeByNameTimeout passes. Not finding it is
+// the common case and not an error.
 func removeByName(ctx context.Context, cli *client.Client, name string) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeByNameTimeout)
 	defer cancel()
-	if err := removeContainer(rctx, cli, name); err != nil {
-		return fmt.Errorf("remove container %s after the failed create (gc removes it later): %w", name, err)
+	for {
+		// An engine that does not answer at once is hung: waiting on it would hold a
+		// cancelled run, and gc removes what it made, by label.
+		ictx, icancel := context.WithTimeout(rctx, 500*time.Millisecond)
+		_, err := cli.ContainerInspect(ictx, name)
+		icancel()
+		switch {
+		case err == nil:
+			if err := removeContainer(rctx, cli, name); err != nil {
+				return fmt.Errorf("remove container %s after the failed create (gc removes it later): %w", name, err)
+			}
+			return nil
+		case !cerrdefs.IsNotFound(err):
+			if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("look for container %s after the failed create (gc removes it later): %w", name, err)
+		}
+		select {
+		case <-rctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // removeQuietly force-removes a container on a context that survives cancellation; a

@@ -211,8 +211,10 @@ func TestCreateHungHonoursCtx(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("Create still running 10 s after ctx was cancelled")
 			}
-			if took := time.Since(cancelled); took > 1500*time.Millisecond {
-				t.Errorf("Create returned %s after the cancel, want within about a second", took)
+			// The clean-up looks for a late container for removeByNameTimeout; the whole
+			// return must still fit well inside GitHub's 10 s cancel window.
+			if took := time.Since(cancelled); took > removeByNameTimeout+2*time.Second {
+				t.Errorf("Create returned %s after the cancel, want within the clean-up bound (%s) and a little", took, removeByNameTimeout)
 			}
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("Create = %v, want context.Canceled", err)
