@@ -86,8 +86,10 @@ func TestFinishedCommandLeavesNoGroupRecord(t *testing.T) {
 	stateDir := t.TempDir()
 	p := local.New(local.Options{StateDir: stateDir})
 	sb := create(t, p, providers.Spec{RunID: "quick", ProjectDir: t.TempDir()})
-	// While it runs the command sees its own record.
-	res := run(t, sb, providers.Cmd{Argv: []string{"sh", "-c", `ls "$0"`, filepath.Join(stateDir, sb.ID())}})
+	// While it runs the command sees its own record. The record is written just after the
+	// command starts, so the command waits for it (up to 10 s) before listing.
+	script := `i=0; while [ $i -lt 100 ] && ! ls "$0" | grep -q '^pgid-'; do sleep 0.1; i=$((i+1)); done; ls "$0"`
+	res := run(t, sb, providers.Cmd{Argv: []string{"sh", "-c", script, filepath.Join(stateDir, sb.ID())}})
 	if !regexp.MustCompile(`(?m)^pgid-[0-9]+\.json$`).Match(res.Stdout) {
 		t.Errorf("the record directory while a command runs holds %q, want a pgid-<N>.json", res.Stdout)
 	}
