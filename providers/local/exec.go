@@ -88,6 +88,14 @@ func (s *sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 
 	stdout := providers.NewCappedBuffer(cmd.OutputLimit)
 	stderr := providers.NewCappedBuffer(cmd.OutputLimit)
+	token, err := s.recordToken()
+	if err != nil {
+		return providers.ExecResult{}, fmt.Errorf("local: exec %s: %w", name, err)
+	}
+	defer s.forgetToken(token)
+	if token != "" {
+		env = append(env, tokenEnv+"="+token)
+	}
 	c := exec.CommandContext(runCtx, prog, cmd.Argv[1:]...)
 	c.Args[0] = name
 	c.Dir = dir

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/talkops/talkops/providers"
@@ -346,10 +348,11 @@ func reapGroups(ctx context.Context, dir string) error {
 	// A record that cannot be read cannot be verified, so its group is not signalled;
 	// Delete removes it with the rest.
 	groups, _ := readGroups(dir)
-	if len(groups) == 0 {
+	boot := bootID()
+	tokens := readTokens(dir, boot)
+	if len(groups) == 0 && len(tokens) == 0 {
 		return nil
 	}
-	boot := bootID()
 	deadline := time.Now().Add(reapWait)
 	for {
 		procs, err := readProcs()
@@ -367,6 +370,10 @@ func reapGroups(ctx context.Context, dir string) error {
 				left = append(left, m.PID)
 			}
 		}
+		for _, pid := range marked(procs, tokens) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			left = append(left, pid)
+		}
 		if len(left) == 0 {
 			return nil
 		}
@@ -379,4 +386,81 @@ func reapGroups(ctx context.Context, dir string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// marked returns the live processes whose environment carries one of the tokens.
+func marked(procs []procInfo, tokens []string) []int {
+	if len(tokens) == 0 {
+		return nil
+	}
+	var out []int
+	for _, p := range procs {
+		if p.Zombie {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, t := range tokens {
+			if bytes.Contains(env, []byte(tokenEnv+"="+t+"\x00")) {
+				out = append(out, p.PID)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// tokenEnv marks every process a command starts: it is written to the state directory
+// before the command starts, so a talkops killed between the start and the group record
+// still leaves a way to find the command's processes (they inherit the environment, even
+// across setsid).
+const tokenEnv = "TALKOPS_LOCAL_CMD"
+
+func tokenFile(token string) string { return "cmd-" + token + ".json" }
+
+type tokenRecord struct {
+	Token  string `json:"token"`
+	BootID string `json:"boot_id,omitempty"`
+}
+
+// recordToken writes a new command token before the command starts; "" when nothing is
+// recorded (no state directory).
+func (s *sandbox) recordToken() (string, error) {
+	if s.stateDir == "" {
+		return "", nil
+	}
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	token := hex.EncodeToString(b)
+	if err := writeJSON(filepath.Join(s.stateDir, tokenFile(token)), tokenRecord{Token: token, BootID: bootID()}); err != nil {
+		return "", fmt.Errorf("record the command: %w", err)
+	}
+	return token, nil
+}
+
+// forgetToken removes a command's token once the command and its process group are done.
+func (s *sandbox) forgetToken(token string) {
+	if s.stateDir != "" && token != "" {
+		_ = os.Remove(filepath.Join(s.stateDir, tokenFile(token)))
+	}
+}
+
+// readTokens returns the command tokens recorded in dir for this boot.
+func readTokens(dir, boot string) []string {
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, "cmd-") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		var t tokenRecord
+		if readJSON(filepath.Join(dir, name), &t) != nil || t.Token == "" || (t.BootID != "" && boot != "" && t.BootID != boot) {
+			continue
+		}
+		out = append(out, t.Token)
+	}
+	return out
 }

@@ -1,6 +1,11 @@
 package local
 
 import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,5 +49,31 @@ func TestOwnedMembers(t *testing.T) {
 				t.Errorf("ownedMembers(%+v) pids (-want +got):\n%s", tc.g, diff)
 			}
 		})
+	}
+}
+
+// A command whose talkops died after starting it but before recording its process group
+// is still found, by the token in its environment, even when it left the group (setsid).
+func TestTokenMarkedProcessesAreReaped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const token = "0123456789abcdef01234567"
+	if err := writeJSON(filepath.Join(dir, tokenFile(token)), tokenRecord{Token: token, BootID: bootID()}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), tokenEnv + "=" + token}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	if err := reapGroups(t.Context(), dir); err != nil {
+		t.Fatalf("reapGroups: %v", err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the marked process ended with %v, want SIGKILL from reapGroups", err)
 	}
 }
