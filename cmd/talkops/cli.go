@@ -18,7 +18,7 @@ import (
 
 // cli is the kong grammar. Each command's Run calls into one package.
 type cli struct {
-	Run     runCmd     `cmd:"" default:"withargs" help:"Run the pipeline: provision, sync, setup, checks, verdict, teardown (the default command)."`
+	Run     runCmd     `cmd:"" default:"withargs" help:"Run the pipeline: provision, sync, setup, the agent on the prompt, the rubric, the verdict, teardown (the default command)."`
 	Report  ReportCmd  `cmd:"" help:"Publish a finished run's result.json (reports, GitHub, GitLab) without running anything."`
 	Sandbox SandboxCmd `cmd:"" help:"List or garbage-collect sandboxes talkops created."`
 	Config  configCmd  `cmd:"" help:"Print the resolved configuration, each value with its source."`
