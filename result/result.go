@@ -21,6 +21,25 @@ const (
 	VerdictError = "error"
 )
 
+// CountItems tallies item statuses. A status it does not know counts as an error, never
+// as a pass or a skip.
+func CountItems(items []Item) Counts {
+	var c Counts
+	for _, it := range items {
+		switch it.Status {
+		case StatusPass:
+			c.Pass++
+		case StatusFail:
+			c.Fail++
+		case StatusSkipped:
+			c.Skipped++
+		default:
+			c.Error++
+		}
+	}
+	return c
+}
+
 // Item and stage statuses.
 const (
 	StatusPass    = "pass"

@@ -401,7 +401,7 @@ func (r *Rubric) Record(iters []result.Iteration) *result.Rubric {
 			out.Status = StatusFailed
 		}
 		out.Items = append(out.Items, last.Items...)
-		out.Counts = Counts(last.Items)
+		out.Counts = result.CountItems(last.Items)
 	}
 	out.JudgeUsage = JudgeUsage(iters)
 	return out

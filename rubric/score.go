@@ -115,24 +115,6 @@ func LoopStatus(status string, items []result.Item, n, limit int) string {
 	return StatusNeedsRevision
 }
 
-// Counts tallies item statuses.
-func Counts(items []result.Item) result.Counts {
-	var c result.Counts
-	for _, it := range items {
-		switch it.Status {
-		case result.StatusPass:
-			c.Pass++
-		case result.StatusFail:
-			c.Fail++
-		case result.StatusSkipped:
-			c.Skipped++
-		default:
-			c.Error++
-		}
-	}
-	return c
-}
-
 // Reason explains a status in one line for result.json's reason and the summary.
 func Reason(items []result.Item, status string, score, threshold float64) string {
 	var picked []result.Item

@@ -493,7 +493,7 @@ func (r *run) recordIteration(ev Evaluation) {
 	rb.Iterations = append(rb.Iterations, ev.Iteration)
 	rb.Items = ev.Iteration.Items
 	rb.Status = ev.Iteration.Status
-	rb.Counts = Count(ev.Iteration.Items)
+	rb.Counts = result.CountItems(ev.Iteration.Items)
 	r.iterFindings = ev.Findings
 	r.res.Findings = r.findings()
 	score := ev.Iteration.Score
@@ -504,24 +504,6 @@ func (r *run) findings() []result.Finding {
 	out := make([]result.Finding, 0, len(r.agentFindings)+len(r.iterFindings))
 	out = append(out, r.agentFindings...)
 	return append(out, r.iterFindings...)
-}
-
-// Count tallies item statuses.
-func Count(items []result.Item) result.Counts {
-	var c result.Counts
-	for _, it := range items {
-		switch it.Status {
-		case result.StatusPass:
-			c.Pass++
-		case result.StatusFail:
-			c.Fail++
-		case result.StatusError:
-			c.Error++
-		default:
-			c.Skipped++
-		}
-	}
-	return c
 }
 
 // teardown closes the sandbox exactly once, on a context that survives the run's
