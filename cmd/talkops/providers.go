@@ -98,6 +98,17 @@ var providerMakers = map[string]providerMaker{
 	},
 }
 
+// lookupProvider finds a provider's constructor; an unknown name (or the test-only fake
+// outside tests) is a usage error listing the valid ones.
+func lookupProvider(name string, getenv func(string) string) (providerMaker, error) {
+	valid := providerNamesFor(getenv)
+	newProvider, ok := providerMakers[name]
+	if !ok || !slices.Contains(valid, name) {
+		return nil, usagef("unknown sandbox provider %q (valid: %s)", name, strings.Join(valid, ", "))
+	}
+	return newProvider, nil
+}
+
 // workingDir is [sandboxes.providers.NAME] working_dir, or "" for the provider's default.
 func workingDir(cfg *config.Config, name string) string {
 	return cfg.Providers[name].WorkingDir
@@ -135,11 +146,11 @@ func (a *app) listers(ctx context.Context, names []string) (map[string]providers
 	}
 	out := map[string]providers.Lister{}
 	for _, name := range names {
-		make, ok := providerMakers[name]
-		if !ok || !slices.Contains(providerNamesFor(a.getenv), name) {
-			return nil, fmt.Errorf("unknown provider %q (valid: %s)", name, strings.Join(providerNamesFor(a.getenv), ", "))
+		newProvider, err := lookupProvider(name, a.getenv)
+		if err != nil {
+			return nil, err
 		}
-		p, _, err := make(cfg, a.getenv)
+		p, _, err := newProvider(cfg, a.getenv)
 		if err != nil {
 			return nil, err
 		}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -280,9 +279,9 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 // then the spec, the setup script and the workspace sync.
 func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
 	name := cfg.Sandbox.Provider
-	newProvider, ok := providerMakers[name]
-	if !ok || !slices.Contains(providerNamesFor(a.getenv), name) {
-		return usagef("unknown sandbox provider %q (valid: %v)", name, providerNames())
+	newProvider, err := lookupProvider(name, a.getenv)
+	if err != nil {
+		return err
 	}
 	prov, caps, err := newProvider(cfg, a.getenv)
 	if err != nil {
