@@ -349,11 +349,11 @@ func (r *run) stages(ctx context.Context) {
 // pipeline must stop.
 func (r *run) stage(ctx context.Context, name string, fn func(context.Context) error) bool {
 	if err := r.stopped(ctx); err != nil {
-		r.record(name, time.Now(), "skipped", nil)
+		r.record(name, time.Now(), result.StatusSkipped)
 		return false
 	}
 	start := time.Now()
-	idx := r.record(name, start, "running", nil)
+	idx := r.record(name, start, "running")
 	r.emit(events.Event{Type: events.StageStarted, Stage: name})
 	r.writeResult()
 	err := fn(ctx)
@@ -408,18 +408,14 @@ func (r *run) stopped(ctx context.Context) error {
 	return cause
 }
 
-func (r *run) record(name string, start time.Time, status string, err error) int {
+func (r *run) record(name string, start time.Time, status string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := result.Stage{Name: name, Status: status, StartedAt: start.UTC()}
-	if err != nil {
-		st.Error = err.Error()
-	}
-	r.res.Stages = append(r.res.Stages, st)
+	r.res.Stages = append(r.res.Stages, result.Stage{Name: name, Status: status, StartedAt: start.UTC()})
 	return len(r.res.Stages) - 1
 }
 
-func (r *run) skip(name string) { r.record(name, time.Now(), result.StatusSkipped, nil) }
+func (r *run) skip(name string) { r.record(name, time.Now(), result.StatusSkipped) }
 
 // fail records an infrastructure error; the first one decides the reason.
 func (r *run) fail(stage string, err error) {
@@ -540,7 +536,7 @@ func (r *run) teardown(parent context.Context) {
 		r.prepared.Release(ctx, sb)
 	}
 	start := time.Now()
-	idx := r.record(StageTeardown, start, "running", nil)
+	idx := r.record(StageTeardown, start, "running")
 	r.emit(events.Event{Type: events.TeardownStarted, Stage: StageTeardown, Data: map[string]any{
 		"sandbox": sb.ID(), "delete": created,
 	}})
@@ -665,7 +661,7 @@ func (r *run) publish(parent context.Context) {
 		}
 	}()
 	start := time.Now()
-	idx := r.record(StagePublish, start, "running", nil)
+	idx := r.record(StagePublish, start, "running")
 	var errs []error
 	for _, p := range r.opts.Publishers {
 		if err := p.Finish(ctx, r.res); err != nil {
