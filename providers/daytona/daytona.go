@@ -355,7 +355,7 @@ func (p *Provider) waitStarted(ctx context.Context, sb sandboxJSON) (sandboxJSON
 func (p *Provider) probe(ctx context.Context, s *remote.Sandbox, workDir string) error {
 	var lastErr error
 	err := httpapi.Poll(ctx, p.opts.ReadyTimeout, p.opts.PollInterval, 5*time.Second, func(ctx context.Context) (bool, error) {
-		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute})
+		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute, Repeatable: true})
 		if err != nil {
 			lastErr = err
 			if s := httpapi.StatusCode(err); s == http.StatusUnauthorized || s == http.StatusForbidden {
@@ -424,7 +424,9 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 		req.Timeout = uint32((r.Timeout + time.Second - 1) / time.Second)
 	}
 	var resp executeResponse
-	err := d.p.tb.JSON(ctx, httpapi.Request{Method: http.MethodPost, Path: d.toolbox + "/process/execute", JSON: req}, &resp)
+	// process/execute takes no idempotency key: a command that may have started is not
+	// sent again (Run.Retry).
+	err := d.p.tb.JSON(ctx, httpapi.Request{Method: http.MethodPost, Path: d.toolbox + "/process/execute", JSON: req, Retry: r.Retry()}, &resp)
 	if httpapi.StatusCode(err) == http.StatusRequestTimeout {
 		return remote.Result{ExitCode: 124, TimedOut: true, Stdout: []byte{}}, nil
 	}

@@ -248,7 +248,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, undo(err)
 	}
 	if workDir != DefaultWorkingDir {
-		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute})
+		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute, Repeatable: true})
 		switch {
 		case err != nil:
 			return nil, undo(fmt.Errorf("langsmith: create working directory %s: %w", workDir, err))
@@ -460,6 +460,9 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 		Method: http.MethodPost,
 		Path:   d.dataplane + "/execute",
 		JSON:   map[string]any{"command": r.Script, "timeout": int((limit + time.Second - 1) / time.Second), "shell": "/bin/sh"},
+		// /execute takes no idempotency key: a command that may have started is not sent
+		// again (Run.Retry).
+		Retry: r.Retry(),
 	}, &out)
 	if st := httpapi.StatusCode(err); st == http.StatusRequestTimeout || httpapi.ErrorCode(err) == "CommandTimeout" {
 		return remote.Result{ExitCode: 124, TimedOut: true}, nil

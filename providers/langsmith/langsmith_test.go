@@ -3,6 +3,7 @@ package langsmith_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -190,6 +191,13 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"create": 4, "delete": 0},
 		},
 		{
+			// Creating the working directory is safe to repeat, so it is sent again even
+			// after a 503 that came once it ran.
+			Name:     "WorkDirLate503",
+			Setup:    func(s *langsmithfake.Server) { s.Faults.Inject("execute", 1, fakekit.Fault{Status: 503, Late: true}) },
+			WantCall: map[string]int{"create": 1, "execute": 2, "delete": 1},
+		},
+		{
 			Name:     "NeverReady",
 			Setup:    func(s *langsmithfake.Server) { s.NeverReady = true },
 			WantErr:  `not ready within 200ms (last status "provisioning")`,
@@ -221,7 +229,16 @@ func TestExecFaultsAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "execute", fakekit.Fault{Status: 502}, fakekit.Fault{Status: 429, RetryAfter: "0"})
+	// A 429 means the command was not taken: retried.
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "execute", fakekit.Fault{Status: 429, RetryAfter: "0"})
+	// /execute takes no idempotency key: a 502 or 503 that came after the command
+	// started must not run it a second time.
+	for _, status := range []int{502, 503} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			sb := cloudtest.Create(t, p, spec(fmt.Sprintf("run-exec-%d", status)))
+			cloudtest.ExecNotResent(t, sb, &srv.Faults, "execute", fakekit.Fault{Status: status})
+		})
+	}
 	srv.Faults.InjectAll("delete", fakekit.Fault{Status: 503})
 	if err := sb.Close(t.Context()); httpapi.StatusCode(err) != 503 {
 		t.Fatalf("Close() = %v, want the 503", err)

@@ -325,7 +325,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
 	s := p.handle(name, sess.ID, workDir, spec.Env, true)
 	if workDir != sess.Cwd {
-		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute})
+		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute, Repeatable: true})
 		switch {
 		case err != nil:
 			return nil, undo(fmt.Errorf("vercel: create working directory %s: %w", workDir, err))
@@ -538,8 +538,10 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 	if r.Timeout > 0 {
 		req.Timeout = r.Timeout.Milliseconds()
 	}
+	// cmd takes no idempotency key: a command that may have started is not sent again
+	// (Run.Retry).
 	resp, err := d.p.api.Do(ctx, httpapi.Request{Method: http.MethodPost, Path: d.session + "/cmd", Query: d.p.team(), JSON: req,
-		Header: http.Header{"Accept": {"application/x-ndjson"}}})
+		Header: http.Header{"Accept": {"application/x-ndjson"}}, Retry: r.Retry()})
 	if err != nil {
 		return remote.Result{}, d.explain(err)
 	}

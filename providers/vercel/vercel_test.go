@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -208,6 +209,13 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"create": 2, "delete": 1},
 		},
 		{
+			// Creating the working directory is safe to repeat, so it is sent again even
+			// after a 502 that came once it ran.
+			Name:     "WorkDirLate502",
+			Setup:    func(s *vercelfake.Server) { s.Faults.Inject("cmd", 1, fakekit.Fault{Status: 502, Late: true}) },
+			WantCall: map[string]int{"create": 1, "cmd": 2, "delete": 1},
+		},
+		{
 			Name: "Create500ThenOK",
 			Setup: func(s *vercelfake.Server) {
 				s.Faults.Inject("create", 1, fakekit.Fault{Status: 500})
@@ -257,7 +265,16 @@ func TestExecFaultsAndStoppedSession(t *testing.T) {
 	srv := newServer(t)
 	p := newProvider(t, srv, nil)
 	sb := cloudtest.Create(t, p, spec("run-exec"))
-	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "cmd", fakekit.Fault{Status: 429, RetryAfter: "0"}, fakekit.Fault{Status: 503})
+	// A 429 means the command was not taken: retried.
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "cmd", fakekit.Fault{Status: 429, RetryAfter: "0"})
+	// cmd takes no idempotency key: a 502 or 503 that came after the command started
+	// must not run it a second time.
+	for _, status := range []int{502, 503} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			sb := cloudtest.Create(t, p, spec(fmt.Sprintf("run-exec-%d", status)))
+			cloudtest.ExecNotResent(t, sb, &srv.Faults, "cmd", fakekit.Fault{Status: status})
+		})
+	}
 	srv.StopSession(sb.ID())
 	_, err := sb.Exec(t.Context(), providers.Shell("true"))
 	if httpapi.StatusCode(err) != 410 || !strings.Contains(err.Error(), "its timeout passed") {

@@ -190,10 +190,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		apiError(w, r, http.StatusUnauthorized, "Invalid credentials")
 		return endpoint
 	}
-	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, r, status, "injected fault") }) {
-		return endpoint
-	}
-	handler(w, r, args)
+	s.Faults.Serve(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, r, status, "injected fault") },
+		func(w http.ResponseWriter) { handler(w, r, args) })
 	return endpoint
 }
 

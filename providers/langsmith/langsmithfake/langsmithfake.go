@@ -244,10 +244,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		fakekit.WriteJSON(w, http.StatusForbidden, map[string]any{"error": "FeatureDisabled", "message": "Sandbox feature is not enabled for this organization"})
 		return endpoint
 	}
-	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) { detail(w, status, "InternalError", "injected fault") }) {
-		return endpoint
-	}
-	h(w, r, args)
+	s.Faults.Serve(w, endpoint, func(w http.ResponseWriter, status int) { detail(w, status, "InternalError", "injected fault") },
+		func(w http.ResponseWriter) { h(w, r, args) })
 	return endpoint
 }
 

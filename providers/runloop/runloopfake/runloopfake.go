@@ -224,10 +224,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		apiError(w, http.StatusUnauthorized, "Invalid API key")
 		return endpoint
 	}
-	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, status, "injected fault") }) {
-		return endpoint
-	}
-	h(w, r, args)
+	s.Faults.Serve(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, status, "injected fault") },
+		func(w http.ResponseWriter) { h(w, r, args) })
 	return endpoint
 }
 

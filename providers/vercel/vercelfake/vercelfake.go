@@ -251,12 +251,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		apiError(w, http.StatusForbidden, "forbidden", "You don't have permission to access the team "+r.URL.Query().Get("teamId"))
 		return endpoint
 	}
-	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) {
+	s.Faults.Serve(w, endpoint, func(w http.ResponseWriter, status int) {
 		apiError(w, status, "internal_server_error", "injected fault")
-	}) {
-		return endpoint
-	}
-	h(w, r, args)
+	}, func(w http.ResponseWriter) { h(w, r, args) })
 	return endpoint
 }
 
