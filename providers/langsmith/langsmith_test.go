@@ -271,6 +271,41 @@ func TestList(t *testing.T) {
 	}
 }
 
+// TestListPagesPastTheFirstHundred: with more sandboxes than one page holds, List finds
+// them all whether the server answers with the next page's offset or echoes the offset
+// it was given.
+func TestListPagesPastTheFirstHundred(t *testing.T) {
+	for _, echo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("EchoesOffset=%v", echo), func(t *testing.T) {
+			srv := newServer(t)
+			srv.ListEchoesOffset = echo
+			want := map[string]bool{}
+			for i := range 250 {
+				name := fmt.Sprintf("talkops-run-%03d", i)
+				srv.AddSandbox(name, spec(fmt.Sprintf("run-%03d", i)).Labels)
+				want[name] = true
+				if i%50 == 0 {
+					srv.AddSandbox(fmt.Sprintf("someone-else-%03d", i), map[string]string{"team": "x"})
+				}
+			}
+			infos, err := newProvider(t, srv, nil).List(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, in := range infos {
+				got[in.ID] = true
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("List() found %d of 250 sandboxes (-want +got):\n%s", len(got), diff)
+			}
+			if n := srv.Count("list"); n != 4 {
+				t.Errorf("list calls = %d, want 4 (three pages and the empty one that ends the list)", n)
+			}
+		})
+	}
+}
+
 func TestUploadIsTwoRequests(t *testing.T) {
 	srv := newServer(t)
 	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-up"))
