@@ -338,6 +338,30 @@ func TestUploadIsTwoRequests(t *testing.T) {
 	}
 }
 
+// TestAttachStartsPaused: Daytona's start takes a paused sandbox as it takes a stopped
+// one; waiting for a paused sandbox to start by itself would wait until ReadyTimeout.
+func TestAttachStartsPaused(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, func(o *daytona.Options) { o.ReadyTimeout = 2 * time.Second })
+	sb := cloudtest.Create(t, p, spec("run-paused"))
+	srv.Pause(sb.ID())
+	att, err := p.Attach(t.Context(), sb.ID())
+	if err != nil {
+		t.Fatalf("Attach(paused) = %v", err)
+	}
+	defer att.Close(context.Background())
+	if got, _ := srv.Sandbox(sb.ID()); got.State != "started" {
+		t.Errorf("state after Attach = %q, want started", got.State)
+	}
+	if n := srv.Count("start"); n != 1 {
+		t.Errorf("start calls = %d, want 1", n)
+	}
+	res, err := att.Exec(t.Context(), providers.Shell("echo back"))
+	if err != nil || string(res.Stdout) != "back\n" {
+		t.Errorf("Exec on the attached sandbox = %q, %v", res.Stdout, err)
+	}
+}
+
 func TestAttachStartsStopped(t *testing.T) {
 	srv := newServer(t)
 	p := newProvider(t, srv, nil)
