@@ -65,6 +65,9 @@ type target struct {
 	routes map[string]route
 	// cloud is the fake service (cloud targets only).
 	cloud *cloudFake
+	// daytona and langsmith are those fakes, for tests that set their state.
+	daytona   *daytonafake.Server
+	langsmith *langsmithfake.Server
 	// alive lists the sandboxes created by the talkops process pid (run id runID) that
 	// still exist.
 	alive func(t testing.TB, runID string, pid int) []string
@@ -159,6 +162,7 @@ func newTarget(t testing.TB, name, root, fakeFaults string) *target {
 	case pDaytona:
 		s := daytonafake.New("key")
 		t.Cleanup(s.Close)
+		tg.daytona = s
 		tg.proxy = newFaultProxy(t, s.URL)
 		s.URL = tg.proxy.URL // toolboxProxyUrl in answers then points at the proxy too
 		tg.env["DAYTONA_API_KEY"] = "key"
@@ -205,6 +209,7 @@ func newTarget(t testing.TB, name, root, fakeFaults string) *target {
 	case pLangSmith:
 		s := langsmithfake.New("key")
 		t.Cleanup(s.Close)
+		tg.langsmith = s
 		tg.proxy = newFaultProxy(t, s.URL)
 		s.URL = tg.proxy.URL // dataplane_url in answers then points at the proxy too
 		tg.env["LANGSMITH_API_KEY"] = "key"

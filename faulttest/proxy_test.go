@@ -48,6 +48,9 @@ const (
 	actHold
 	// actBody answers 200 with rule.reply (a malformed body) without forwarding.
 	actBody
+	// actLate forwards the request and lets the service act on it, then answers
+	// rule.status instead of the service's answer: a gateway that lost the reply.
+	actLate
 )
 
 // rule matches requests by method and path. nth counts matching requests from 1; 0
@@ -217,12 +220,16 @@ func (p *faultProxy) serve(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		p.proxy.ServeHTTP(w, req)
+	case actLate:
+		if resp, err := p.forward(req, body); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(r.status)
+		fmt.Fprintf(w, `{"message":"faulttest: %d after the service acted","error":{"message":"faulttest: %d after the service acted"}}`, r.status, r.status)
 	case actDrop:
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		out := req.Clone(req.Context())
-		out.RequestURI = ""
-		out.URL.Scheme, out.URL.Host = p.target.Scheme, p.target.Host
-		if resp, err := p.transport.RoundTrip(out); err == nil {
+		if resp, err := p.forward(req, body); err == nil {
 			resp.Body.Close() // for an upgraded connection (docker exec) this closes it
 		}
 		hj, ok := w.(http.Hijacker)
@@ -233,4 +240,13 @@ func (p *faultProxy) serve(w http.ResponseWriter, req *http.Request) {
 			conn.Close()
 		}
 	}
+}
+
+// forward sends req (whose body was buffered) to the service and returns its answer.
+func (p *faultProxy) forward(req *http.Request, body []byte) (*http.Response, error) {
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	out := req.Clone(req.Context())
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host = p.target.Scheme, p.target.Host
+	return p.transport.RoundTrip(out)
 }

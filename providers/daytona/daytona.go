@@ -6,7 +6,7 @@
 //
 //	POST   {api}/sandbox                         create (labels, snapshot or image, auto-stop/-delete)
 //	GET    {api}/sandbox/{id}                    readiness poll, Attach
-//	POST   {api}/sandbox/{id}/start              Attach to a stopped sandbox
+//	POST   {api}/sandbox/{id}/start              Attach to a stopped, archived or paused sandbox
 //	DELETE {api}/sandbox/{id}                    Close, Lister.Delete
 //	GET    {api}/sandbox?labels={json}&cursor=   Lister.List (filtered server-side)
 //	POST   {toolbox}/{id}/process/execute        Exec (one request per command)
@@ -244,8 +244,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	return s, nil
 }
 
-// Attach connects to an existing sandbox by id or name, starting it if it is stopped.
-// Close on the handle never deletes it.
+// Attach connects to an existing sandbox by id or name, starting it if it is stopped,
+// archived or paused (the states Daytona's start accepts). Close on the handle never
+// deletes it.
 func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
 	if id == "" {
 		return nil, fmt.Errorf("daytona: attach: empty sandbox id: %w", providers.ErrNotFound)
@@ -256,7 +257,7 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 	}
 	switch sb.State {
 	case "started":
-	case "stopped", "archived":
+	case "stopped", "archived", "paused":
 		if err := p.api.JSON(ctx, httpapi.Request{Method: http.MethodPost, Path: "sandbox/" + url.PathEscape(sb.ID) + "/start", Retry: httpapi.RetryIdempotent}, nil); err != nil {
 			return nil, fmt.Errorf("daytona: attach %s: start the %s sandbox: %w", id, sb.State, err)
 		}
@@ -355,7 +356,7 @@ func (p *Provider) waitStarted(ctx context.Context, sb sandboxJSON) (sandboxJSON
 func (p *Provider) probe(ctx context.Context, s *remote.Sandbox, workDir string) error {
 	var lastErr error
 	err := httpapi.Poll(ctx, p.opts.ReadyTimeout, p.opts.PollInterval, 5*time.Second, func(ctx context.Context) (bool, error) {
-		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute})
+		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute, Repeatable: true})
 		if err != nil {
 			lastErr = err
 			if s := httpapi.StatusCode(err); s == http.StatusUnauthorized || s == http.StatusForbidden {
@@ -424,7 +425,9 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 		req.Timeout = uint32((r.Timeout + time.Second - 1) / time.Second)
 	}
 	var resp executeResponse
-	err := d.p.tb.JSON(ctx, httpapi.Request{Method: http.MethodPost, Path: d.toolbox + "/process/execute", JSON: req}, &resp)
+	// process/execute takes no idempotency key: a command that may have started is not
+	// sent again (Run.Retry).
+	err := d.p.tb.JSON(ctx, httpapi.Request{Method: http.MethodPost, Path: d.toolbox + "/process/execute", JSON: req, Retry: r.Retry()}, &resp)
 	if httpapi.StatusCode(err) == http.StatusRequestTimeout {
 		return remote.Result{ExitCode: 124, TimedOut: true, Stdout: []byte{}}, nil
 	}

@@ -3,6 +3,7 @@ package daytona_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -232,8 +233,8 @@ func TestExecFaults(t *testing.T) {
 	sb := cloudtest.Create(t, p, spec("run-exec"))
 	base := srv.Count("exec")
 
-	// 429 and 503 mean the command did not run: retried.
-	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "exec", fakekit.Fault{Status: 429, RetryAfter: "0"}, fakekit.Fault{Status: 503})
+	// A 429 means the command was not taken: retried.
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "exec", fakekit.Fault{Status: 429, RetryAfter: "0"}, fakekit.Fault{Status: 429, RetryAfter: "0"})
 	// A 500 may mean the command ran: not repeated, surfaced with the message.
 	srv.Faults.Inject("exec", srv.Count("exec")+1, fakekit.Fault{Status: 500, Body: `{"statusCode":500,"message":"runner unreachable","code":"INTERNAL_SERVER_ERROR"}`})
 	_, err := sb.Exec(t.Context(), providers.Shell("echo again >> count"))
@@ -242,6 +243,14 @@ func TestExecFaults(t *testing.T) {
 	}
 	if got := srv.Count("exec") - base; got != 4 {
 		t.Errorf("exec calls = %d, want 4 (3 for the first command, 1 for the second)", got)
+	}
+	// process/execute takes no idempotency key: a 502 or 503 from the proxy that came
+	// after the command started must not run it a second time.
+	for _, status := range []int{502, 503} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			sb := cloudtest.Create(t, p, spec(fmt.Sprintf("run-exec-%d", status)))
+			cloudtest.ExecNotResent(t, sb, &srv.Faults, "exec", fakekit.Fault{Status: status})
+		})
 	}
 }
 
@@ -326,6 +335,30 @@ func TestUploadIsTwoRequests(t *testing.T) {
 	b, err := os.ReadFile(sb.WorkDir() + "/proj/d/b.txt")
 	if err != nil || string(b) != "b" {
 		t.Errorf("extracted d/b.txt = %q, %v", b, err)
+	}
+}
+
+// TestAttachStartsPaused: Daytona's start takes a paused sandbox as it takes a stopped
+// one; waiting for a paused sandbox to start by itself would wait until ReadyTimeout.
+func TestAttachStartsPaused(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, func(o *daytona.Options) { o.ReadyTimeout = 2 * time.Second })
+	sb := cloudtest.Create(t, p, spec("run-paused"))
+	srv.Pause(sb.ID())
+	att, err := p.Attach(t.Context(), sb.ID())
+	if err != nil {
+		t.Fatalf("Attach(paused) = %v", err)
+	}
+	defer att.Close(context.Background())
+	if got, _ := srv.Sandbox(sb.ID()); got.State != "started" {
+		t.Errorf("state after Attach = %q, want started", got.State)
+	}
+	if n := srv.Count("start"); n != 1 {
+		t.Errorf("start calls = %d, want 1", n)
+	}
+	res, err := att.Exec(t.Context(), providers.Shell("echo back"))
+	if err != nil || string(res.Stdout) != "back\n" {
+		t.Errorf("Exec on the attached sandbox = %q, %v", res.Stdout, err)
 	}
 }
 

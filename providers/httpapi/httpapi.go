@@ -95,12 +95,19 @@ const (
 	// requests with an idempotency key).
 	RetryIdempotent
 	// RetryUnprocessed retries only failures that mean the server did not act on the
-	// request: 429, 502, 503, and a connection that was refused. A 500 or 504 after a
-	// command was sent may mean it ran, so those are returned, not repeated.
+	// request: 429 and a connection that was refused. Any 5xx, a 502 or 503 from a
+	// proxy included, and a connection lost after the request went out may come after
+	// the server acted (a command ran), so those are returned, marked ErrMaybeDone, not
+	// repeated.
 	RetryUnprocessed
 	// RetryNever sends the request once.
 	RetryNever
 )
+
+// ErrMaybeDone is wrapped by the error of a RetryUnprocessed request that failed after it
+// was sent, in a way that does not tell whether the server carried it out (a 5xx, a
+// connection lost): it was not sent again, so it may have happened once or not at all.
+var ErrMaybeDone = errors.New("the server may have carried out the request, so it was not sent again")
 
 // Request is one API call.
 type Request struct {
@@ -171,7 +178,13 @@ type Error struct {
 	Attempts int
 	// GaveUp explains why retrying stopped early, when it did.
 	GaveUp string
+	// MaybeDone is set when the request may have been carried out and was not sent
+	// again (see ErrMaybeDone).
+	MaybeDone bool
 }
+
+// Is makes errors.Is(e, ErrMaybeDone) report MaybeDone.
+func (e *Error) Is(target error) bool { return target == ErrMaybeDone && e.MaybeDone }
 
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -188,6 +201,9 @@ func (e *Error) Error() string {
 	}
 	if e.GaveUp != "" {
 		fmt.Fprintf(&b, " [%s]", e.GaveUp)
+	}
+	if e.MaybeDone {
+		fmt.Fprintf(&b, " [%s]", ErrMaybeDone)
 	}
 	return b.String()
 }
@@ -279,6 +295,9 @@ func (c *Client) Do(ctx context.Context, req Request) (*http.Response, error) {
 				return nil, fmt.Errorf("%s: %s %s: %w", c.Provider, req.Method, u.Path, ctx.Err())
 			}
 			if !retryableTransport(err, mode) || attempt >= policy.Attempts {
+				if mode == RetryUnprocessed && !errors.Is(err, syscall.ECONNREFUSED) {
+					return nil, fmt.Errorf("%s: %s %s (attempt %d): %w [%w]", c.Provider, req.Method, u.Path, attempt, err, ErrMaybeDone)
+				}
 				return nil, fmt.Errorf("%s: %s %s (attempt %d): %w", c.Provider, req.Method, u.Path, attempt, err)
 			}
 		case resp.StatusCode/100 == 2 || accepted(resp.StatusCode, req.Accept):
@@ -287,6 +306,7 @@ func (c *Client) Do(ctx context.Context, req Request) (*http.Response, error) {
 			apiErr = c.errorFrom(req.Method, u.Path, resp)
 			apiErr.Attempts = attempt
 			if !retryableStatus(resp, mode) || attempt >= policy.Attempts {
+				apiErr.MaybeDone = mode == RetryUnprocessed && resp.StatusCode >= 500
 				return nil, apiErr
 			}
 			wait = apiErr.RetryAfter
@@ -488,10 +508,7 @@ func retryableStatus(resp *http.Response, mode RetryMode) bool {
 	case RetryIdempotent:
 		return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 	case RetryUnprocessed:
-		switch resp.StatusCode {
-		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable:
-			return true
-		}
+		return resp.StatusCode == http.StatusTooManyRequests
 	}
 	return false
 }

@@ -81,7 +81,9 @@ func TestRetries(t *testing.T) {
 		wantCalls  int
 		wantStatus int // 0: success
 		wantErr    string
-		checkWaits func(t *testing.T, waits []time.Duration)
+		// wantMaybeDone: the error says the request may have been carried out.
+		wantMaybeDone bool
+		checkWaits    func(t *testing.T, waits []time.Duration)
 	}{
 		{
 			name: "RetryAfterSecondsHonoured", method: "POST",
@@ -148,10 +150,40 @@ func TestRetries(t *testing.T) {
 		},
 		{
 			name: "PostNotRetriedOn500", method: "POST",
-			steps:      []step{{500, nil, `{"message":"boom"}`}, {200, nil, `{}`}},
+			steps:         []step{{500, nil, `{"message":"boom"}`}, {200, nil, `{}`}},
+			wantCalls:     1,
+			wantStatus:    500,
+			wantErr:       "500 Internal Server Error: boom [the server may have carried out the request, so it was not sent again]",
+			wantMaybeDone: true,
+		},
+		{
+			// A proxy's 502 or 503 can come after the service acted on the request.
+			name: "PostNotRetriedOn502", method: "POST",
+			steps:         []step{{502, nil, ``}, {200, nil, `{}`}},
+			wantCalls:     1,
+			wantStatus:    502,
+			wantErr:       "502 Bad Gateway",
+			wantMaybeDone: true,
+		},
+		{
+			name: "PostNotRetriedOn503", method: "POST",
+			steps:         []step{{503, map[string]string{"Retry-After": "1"}, `{"message":"upstream reset"}`}, {200, nil, `{}`}},
+			wantCalls:     1,
+			wantStatus:    503,
+			wantErr:       "503 Service Unavailable: upstream reset [the server may have carried out the request, so it was not sent again]",
+			wantMaybeDone: true,
+		},
+		{
+			name: "PostRetriedOn429", method: "POST",
+			steps:     []step{{429, nil, ``}, {429, nil, ``}, {200, nil, `{}`}},
+			wantCalls: 3,
+		},
+		{
+			name: "PostClientErrorIsNotAmbiguous", method: "POST",
+			steps:      []step{{422, nil, `{"message":"bad field"}`}},
 			wantCalls:  1,
-			wantStatus: 500,
-			wantErr:    "500 Internal Server Error: boom",
+			wantStatus: 422,
+			wantErr:    "422 Unprocessable Entity: bad field",
 		},
 		{
 			name: "PostIdempotentRetriedOn500", method: "POST", mode: RetryIdempotent,
@@ -195,6 +227,9 @@ func TestRetries(t *testing.T) {
 				}
 				if strings.Contains(err.Error(), "secret-token") {
 					t.Errorf("error %q leaks the credential", err)
+				}
+				if got := errors.Is(err, ErrMaybeDone); got != tc.wantMaybeDone {
+					t.Errorf("errors.Is(%v, ErrMaybeDone) = %v, want %v", err, got, tc.wantMaybeDone)
 				}
 			}
 			for i, b := range sc.bodies {
@@ -246,6 +281,56 @@ func TestTransportErrors(t *testing.T) {
 			}
 			if got := c.Stats.Snapshot().Requests; got != want {
 				t.Errorf("attempts = %d, want %d (a refused connection never reached the server)", got, want)
+			}
+			if errors.Is(err, ErrMaybeDone) {
+				t.Errorf("error %v says the request may have been carried out; a refused connection never reached the server", err)
+			}
+		})
+	}
+}
+
+// TestConnectionLostAfterSend: a request whose connection drops after it was sent may
+// have been carried out; RetryUnprocessed does not send it again and says so.
+func TestConnectionLostAfterSend(t *testing.T) {
+	var calls int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		mode          RetryMode
+		wantCalls     int
+		wantMaybeDone bool
+	}{
+		{RetryUnprocessed, 1, true},
+		{RetryIdempotent, 3, false},
+		{RetryNever, 1, false},
+	} {
+		t.Run(fmt.Sprint(tc.mode), func(t *testing.T) {
+			mu.Lock()
+			calls = 0
+			mu.Unlock()
+			c := &Client{Provider: "prov", BaseURL: srv.URL, Retry: Retry{Attempts: 3, Base: time.Millisecond, Max: time.Millisecond}}
+			err := c.JSON(t.Context(), Request{Method: "POST", Path: "x", JSON: map[string]int{"n": 1}, Retry: tc.mode}, nil)
+			if err == nil {
+				t.Fatal("JSON() over a dropped connection = nil, want an error")
+			}
+			mu.Lock()
+			got := calls
+			mu.Unlock()
+			if got != tc.wantCalls {
+				t.Errorf("requests received = %d, want %d", got, tc.wantCalls)
+			}
+			if errors.Is(err, ErrMaybeDone) != tc.wantMaybeDone {
+				t.Errorf("errors.Is(%v, ErrMaybeDone) = %v, want %v", err, !tc.wantMaybeDone, tc.wantMaybeDone)
 			}
 		})
 	}

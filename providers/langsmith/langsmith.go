@@ -248,7 +248,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, undo(err)
 	}
 	if workDir != DefaultWorkingDir {
-		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute})
+		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute, Repeatable: true})
 		switch {
 		case err != nil:
 			return nil, undo(fmt.Errorf("langsmith: create working directory %s: %w", workDir, err))
@@ -350,32 +350,46 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 	return out, err
 }
 
+// listPage is how many sandboxes one list request asks for.
+const listPage = 100
+
+// list pages through the sandboxes the way LangSmith's SDK does: the next offset is the
+// offset sent plus the sandboxes received, until a page comes back empty. The "offset"
+// in the answer is not used: some servers echo the offset they were given.
 func (p *Provider) list(ctx context.Context, filter url.Values) ([]providers.Info, error) {
 	var out []providers.Info
+	seen := map[string]bool{}
 	offset := 0
 	for page := 0; page < 1000; page++ {
-		q := url.Values{"limit": {"100"}, "offset": {fmt.Sprint(offset)}}
+		q := url.Values{"limit": {fmt.Sprint(listPage)}, "offset": {fmt.Sprint(offset)}}
 		for k, v := range filter {
 			q[k] = v
 		}
 		var resp struct {
 			Sandboxes []sandboxJSON `json:"sandboxes"`
-			Offset    *int          `json:"offset"`
 		}
 		if err := p.api.JSON(ctx, httpapi.Request{Method: http.MethodGet, Path: "boxes", Query: q}, &resp); err != nil {
 			return out, fmt.Errorf("langsmith: list sandboxes: %w", err)
 		}
+		fresh := 0
 		for _, sb := range resp.Sandboxes {
+			if seen[sb.Name] {
+				continue // the list shifted between pages (a sandbox was deleted)
+			}
+			seen[sb.Name] = true
+			fresh++
 			if sb.Labels[providers.LabelCreatedBy] != "talkops" {
 				continue
 			}
 			created, _ := time.Parse(time.RFC3339, sb.CreatedAt)
 			out = append(out, remote.InfoFromLabels(Name, sb.Name, sb.Status, created, sb.Labels))
 		}
-		if len(resp.Sandboxes) < 100 || resp.Offset == nil || *resp.Offset <= offset {
+		if fresh == 0 {
+			// An empty page ends the list; so does one that repeats what came before (a
+			// server that ignores offset), instead of asking for it 1000 times.
 			return out, nil
 		}
-		offset = *resp.Offset
+		offset += len(resp.Sandboxes)
 	}
 	return out, errors.New("langsmith: list sandboxes: more than 1000 pages")
 }
@@ -460,6 +474,9 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 		Method: http.MethodPost,
 		Path:   d.dataplane + "/execute",
 		JSON:   map[string]any{"command": r.Script, "timeout": int((limit + time.Second - 1) / time.Second), "shell": "/bin/sh"},
+		// /execute takes no idempotency key: a command that may have started is not sent
+		// again (Run.Retry).
+		Retry: r.Retry(),
 	}, &out)
 	if st := httpapi.StatusCode(err); st == http.StatusRequestTimeout || httpapi.ErrorCode(err) == "CommandTimeout" {
 		return remote.Result{ExitCode: 124, TimedOut: true}, nil

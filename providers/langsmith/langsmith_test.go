@@ -3,6 +3,7 @@ package langsmith_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -190,6 +191,13 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"create": 4, "delete": 0},
 		},
 		{
+			// Creating the working directory is safe to repeat, so it is sent again even
+			// after a 503 that came once it ran.
+			Name:     "WorkDirLate503",
+			Setup:    func(s *langsmithfake.Server) { s.Faults.Inject("execute", 1, fakekit.Fault{Status: 503, Late: true}) },
+			WantCall: map[string]int{"create": 1, "execute": 2, "delete": 1},
+		},
+		{
 			Name:     "NeverReady",
 			Setup:    func(s *langsmithfake.Server) { s.NeverReady = true },
 			WantErr:  `not ready within 200ms (last status "provisioning")`,
@@ -221,7 +229,16 @@ func TestExecFaultsAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "execute", fakekit.Fault{Status: 502}, fakekit.Fault{Status: 429, RetryAfter: "0"})
+	// A 429 means the command was not taken: retried.
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "execute", fakekit.Fault{Status: 429, RetryAfter: "0"})
+	// /execute takes no idempotency key: a 502 or 503 that came after the command
+	// started must not run it a second time.
+	for _, status := range []int{502, 503} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			sb := cloudtest.Create(t, p, spec(fmt.Sprintf("run-exec-%d", status)))
+			cloudtest.ExecNotResent(t, sb, &srv.Faults, "execute", fakekit.Fault{Status: status})
+		})
+	}
 	srv.Faults.InjectAll("delete", fakekit.Fault{Status: 503})
 	if err := sb.Close(t.Context()); httpapi.StatusCode(err) != 503 {
 		t.Fatalf("Close() = %v, want the 503", err)
@@ -251,6 +268,41 @@ func TestList(t *testing.T) {
 		if len(infos) != 1 || infos[0].ID != sb.ID() || infos[0].RunID != "run-list" || infos[0].ExpiresAt.IsZero() {
 			t.Errorf("List() (label filter unsupported: %v) = %+v, want only %s", unsupported, infos, sb.ID())
 		}
+	}
+}
+
+// TestListPagesPastTheFirstHundred: with more sandboxes than one page holds, List finds
+// them all whether the server answers with the next page's offset or echoes the offset
+// it was given.
+func TestListPagesPastTheFirstHundred(t *testing.T) {
+	for _, echo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("EchoesOffset=%v", echo), func(t *testing.T) {
+			srv := newServer(t)
+			srv.ListEchoesOffset = echo
+			want := map[string]bool{}
+			for i := range 250 {
+				name := fmt.Sprintf("talkops-run-%03d", i)
+				srv.AddSandbox(name, spec(fmt.Sprintf("run-%03d", i)).Labels)
+				want[name] = true
+				if i%50 == 0 {
+					srv.AddSandbox(fmt.Sprintf("someone-else-%03d", i), map[string]string{"team": "x"})
+				}
+			}
+			infos, err := newProvider(t, srv, nil).List(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, in := range infos {
+				got[in.ID] = true
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("List() found %d of 250 sandboxes (-want +got):\n%s", len(got), diff)
+			}
+			if n := srv.Count("list"); n != 4 {
+				t.Errorf("list calls = %d, want 4 (three pages and the empty one that ends the list)", n)
+			}
+		})
 	}
 }
 

@@ -18,8 +18,9 @@
 // Runloop has no server-side command timeout; Cmd.Timeout is enforced inside the devbox
 // and on the client. Execute returns only the last 100 lines of output; the command
 // script keeps longer output in files, which the client downloads when Runloop reports
-// truncation. Every execute carries a fresh UUIDv7 command_id, so a retried request does
-// not run the command twice. Runloop cannot delete a devbox: Close shuts it down, and a
+// truncation. Every execute carries a fresh UUIDv7 command_id, and every create an
+// idempotency key in x-request-id, so a retried request does not run the command or
+// create the devbox twice. Runloop cannot delete a devbox: Close shuts it down, and a
 // shut-down devbox stays listable with status "shutdown". The backstop is
 // keep_alive_time_seconds (Spec.TTL, at most 48 h), a hard lifetime.
 package runloop
@@ -61,6 +62,10 @@ const (
 	// outputLines is how many trailing lines execute returns.
 	outputLines = 100
 )
+
+// idempotencyHeader carries the idempotency key of a create, as in Runloop's
+// Stainless-generated SDKs (not the more common Idempotency-Key).
+const idempotencyHeader = "X-Request-Id"
 
 // ResourceSizes are the accepted values of Options.ResourceSize.
 var ResourceSizes = []string{"X_SMALL", "SMALL", "MEDIUM", "LARGE", "X_LARGE", "XX_LARGE"}
@@ -219,8 +224,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	}
 	var dbx devboxJSON
 	// The idempotency key makes a retried create return the devbox of the first attempt.
+	// Runloop reads it from x-request-id, the header its SDKs send it in.
 	err := p.api.JSON(ctx, httpapi.Request{Method: http.MethodPost, Path: "v1/devboxes", JSON: req,
-		Header: http.Header{"Idempotency-Key": {"talkops-" + uuid7()}}, Retry: httpapi.RetryIdempotent}, &dbx)
+		Header: http.Header{idempotencyHeader: {"talkops-" + uuid7()}}, Retry: httpapi.RetryIdempotent}, &dbx)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The request may have reached Runloop; find the devbox by its unique name.
@@ -522,7 +528,7 @@ func (d *driver) ReadFile(ctx context.Context, path string) (io.ReadCloser, erro
 		JSON: map[string]string{"path": path}, Retry: httpapi.RetryIdempotent,
 		Header: http.Header{"Accept": {"application/octet-stream"}}})
 	if err != nil {
-		if httpapi.StatusCode(err) == http.StatusNotFound || missingFile(err) {
+		if missingFile(err) {
 			return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
 		}
 		return nil, err
@@ -530,15 +536,28 @@ func (d *driver) ReadFile(ctx context.Context, path string) (io.ReadCloser, erro
 	return resp.Body, nil
 }
 
-// missingFile recognises a refused download of a file that does not exist, for an API
-// that answers it with 400 rather than 404.
+// missingFile recognises the refused download of a file that does not exist by its
+// status, 404, whatever the body says: Runloop documents no error body, and its SDKs map
+// 404 to NotFoundError. The only fallback is a 400 whose message names a missing file,
+// in case a deployment answers that way; the wording never turns another refusal (an
+// unknown key, a devbox that is not running) into a missing file.
 func missingFile(err error) bool {
 	var e *httpapi.Error
-	if !errors.As(err, &e) || e.Status/100 != 4 {
+	if !errors.As(err, &e) {
 		return false
 	}
-	m := strings.ToLower(e.Message)
-	return strings.Contains(m, "no such file") || strings.Contains(m, "not found") || strings.Contains(m, "does not exist")
+	switch e.Status {
+	case http.StatusNotFound:
+		return true
+	case http.StatusBadRequest:
+		m := strings.ToLower(e.Message)
+		for _, phrase := range []string{"no such file", "file not found", "file does not exist"} {
+			if strings.Contains(m, phrase) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (d *driver) Delete(ctx context.Context) error { return d.p.Delete(ctx, d.id) }

@@ -3,6 +3,7 @@ package runloop_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"regexp"
 	"strconv"
@@ -144,6 +145,13 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"create": 3, "shutdown": 1},
 		},
 		{
+			// Runloop created the devbox, but the answer was lost: the retry carries the
+			// same x-request-id, so it gets that devbox instead of a second one.
+			Name:     "CreateLate500IsIdempotent",
+			Setup:    func(s *runloopfake.Server) { s.Faults.Inject("create", 1, fakekit.Fault{Status: 500, Late: true}) },
+			WantCall: map[string]int{"create": 2, "shutdown": 1},
+		},
+		{
 			Name: "CreateAlways503",
 			Setup: func(s *runloopfake.Server) {
 				s.Faults.InjectAll("create", fakekit.Fault{Status: 503, Body: `{"message":"capacity exhausted in region"}`})
@@ -179,9 +187,9 @@ func TestFaults(t *testing.T) {
 func TestExecRetriesAreIdempotent(t *testing.T) {
 	srv := newServer(t)
 	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-exec"))
-	// A 500 after the command started: the retry carries the same command_id, so the
-	// command runs once.
-	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "execute", fakekit.Fault{Status: 502}, fakekit.Fault{Status: 500})
+	// A 502 and a 500 after the command started: the retries carry the same command_id,
+	// so the command runs once.
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "execute", fakekit.Fault{Status: 502, Late: true}, fakekit.Fault{Status: 500, Late: true})
 }
 
 func TestLongCommandAndLongOutput(t *testing.T) {
@@ -294,6 +302,35 @@ func TestAttachResumesSuspended(t *testing.T) {
 	}
 	if _, err := p.Attach(t.Context(), sb.ID()); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("Attach(shut down) = %v, want ErrNotFound", err)
+	}
+}
+
+// TestDownloadMissingFile: a missing file is recognised by its status, and only a 400
+// that names a missing file falls back on the wording; other refusals that happen to say
+// "not found" stay errors.
+func TestDownloadMissingFile(t *testing.T) {
+	srv := newServer(t)
+	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-dl"))
+	for _, tc := range []struct {
+		name        string
+		fault       *fakekit.Fault
+		wantMissing bool
+		wantStatus  int
+	}{
+		{name: "404WithoutWording", wantMissing: true, wantStatus: 404},
+		{name: "400NamingMissingFile", fault: &fakekit.Fault{Status: 400, Body: `{"message":"File not found: /nope"}`}, wantMissing: true, wantStatus: 400},
+		{name: "403UnknownKey", fault: &fakekit.Fault{Status: 403, Body: `{"message":"API key not found"}`}, wantStatus: 403},
+		{name: "400DevboxGone", fault: &fakekit.Fault{Status: 400, Body: `{"message":"Devbox dbx_x not found or not running"}`}, wantStatus: 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.fault != nil {
+				srv.Faults.Inject("download", srv.Faults.Calls("download")+1, *tc.fault)
+			}
+			_, err := sb.Download(t.Context(), "/nonexistent-"+tc.name)
+			if errors.Is(err, fs.ErrNotExist) != tc.wantMissing || httpapi.StatusCode(err) != tc.wantStatus {
+				t.Errorf("Download() = %v; want missing file %v, status %d", err, tc.wantMissing, tc.wantStatus)
+			}
+		})
 	}
 }
 

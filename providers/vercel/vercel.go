@@ -10,7 +10,7 @@
 //	DELETE /v2/sandboxes/{name}?projectId=                   Close, Lister.Delete (delete, never just stop)
 //	GET    /v2/sandboxes?project=&tags=k:v&cursor=           Lister.List (filtered server-side)
 //	POST   /v2/sandboxes/sessions/{session}/cmd              Exec (wait + logs: NDJSON, streamed live)
-//	POST   /v2/sandboxes/sessions/{session}/fs/write         Upload (the workspace tar as is, one request)
+//	POST   /v2/sandboxes/sessions/{session}/fs/write         Upload (the workspace tar, one request; x-cwd "/", full paths)
 //	POST   /v2/sandboxes/sessions/{session}/fs/read          Download
 //
 // Upload costs one request for the whole tree: fs/write takes a gzip tar natively. Close
@@ -36,6 +36,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -325,7 +326,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
 	s := p.handle(name, sess.ID, workDir, spec.Env, true)
 	if workDir != sess.Cwd {
-		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute})
+		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute, Repeatable: true})
 		switch {
 		case err != nil:
 			return nil, undo(fmt.Errorf("vercel: create working directory %s: %w", workDir, err))
@@ -538,8 +539,10 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 	if r.Timeout > 0 {
 		req.Timeout = r.Timeout.Milliseconds()
 	}
+	// cmd takes no idempotency key: a command that may have started is not sent again
+	// (Run.Retry).
 	resp, err := d.p.api.Do(ctx, httpapi.Request{Method: http.MethodPost, Path: d.session + "/cmd", Query: d.p.team(), JSON: req,
-		Header: http.Header{"Accept": {"application/x-ndjson"}}})
+		Header: http.Header{"Accept": {"application/x-ndjson"}}, Retry: r.Retry()})
 	if err != nil {
 		return remote.Result{}, d.explain(err)
 	}
@@ -629,18 +632,102 @@ func (d *driver) WriteFile(ctx context.Context, path string, body *httpapi.Body)
 	return d.UploadTarGz(ctx, "/", tgz)
 }
 
-// UploadTarGz hands the gzip tar to fs/write, which extracts it under dir.
+// UploadTarGz hands the gzip tar to fs/write to extract under dir. It sends it the way
+// @vercel/sandbox does, the only form known to work: x-cwd "/" and every entry named by
+// its full path without the leading "/", so the entries are renamed on the way.
 func (d *driver) UploadTarGz(ctx context.Context, dir string, body *httpapi.Body) error {
+	if prefix := strings.Trim(path.Clean("/"+dir), "/"); prefix != "" {
+		body = underDir(body, prefix)
+	}
 	err := d.p.api.JSON(ctx, httpapi.Request{
 		Method: http.MethodPost,
 		Path:   d.session + "/fs/write",
 		Query:  d.p.team(),
-		Header: http.Header{"X-Cwd": {dir}},
+		Header: http.Header{"X-Cwd": {"/"}},
 		Body:   &httpapi.Body{Open: body.Open, Size: body.Size, ContentType: "application/gzip"},
 		// Extracting the same archive twice gives the same files.
 		Retry: httpapi.RetryIdempotent,
 	}, nil)
 	return d.explain(err)
+}
+
+// underDir returns body, a gzip tar, with prefix (a path relative to "/") put in front
+// of every entry name and hard link target. It streams: the archive is never held whole.
+func underDir(body *httpapi.Body, prefix string) *httpapi.Body {
+	return &httpapi.Body{Size: -1, ContentType: "application/gzip", Open: func() (io.ReadCloser, error) {
+		src, err := body.Open()
+		if err != nil {
+			return nil, err
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			defer src.Close()
+			pw.CloseWithError(renameEntries(pw, src, prefix))
+		}()
+		return pr, nil
+	}}
+}
+
+func renameEntries(w io.Writer, tgz io.Reader, prefix string) error {
+	zr, err := gzip.NewReader(tgz)
+	if err != nil {
+		return fmt.Errorf("vercel: upload: not a gzip stream: %w", err)
+	}
+	// The level workspace packs with: renaming must not cost more time than the sync.
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(zw)
+	tr := tar.NewReader(zr)
+	buf := make([]byte, 32<<10) // one copy buffer for all entries, not one each
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("vercel: upload: read archive: %w", err)
+		}
+		if hdr.Typeflag != tar.TypeXGlobalHeader {
+			if hdr.Name, err = joinEntry(prefix, hdr.Name); err != nil {
+				return err
+			}
+			if hdr.Typeflag == tar.TypeLink {
+				if hdr.Linkname, err = joinEntry(prefix, hdr.Linkname); err != nil {
+					return err
+				}
+			}
+		}
+		// The names are set above; stale PAX copies of them would win, and the writer
+		// picks the format the new, longer names need.
+		delete(hdr.PAXRecords, "path")
+		delete(hdr.PAXRecords, "linkpath")
+		hdr.Format = tar.FormatUnknown
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("vercel: upload: archive entry %q: %w", hdr.Name, err)
+		}
+		if _, err := io.CopyBuffer(tw, tr, buf); err != nil {
+			return fmt.Errorf("vercel: upload: archive entry %q: %w", hdr.Name, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// joinEntry puts prefix in front of an archive entry name, refusing a name that would
+// leave the directory (absolute, or with a ".." element).
+func joinEntry(prefix, name string) (string, error) {
+	if strings.HasPrefix(name, "/") || slices.Contains(strings.Split(name, "/"), "..") {
+		return "", fmt.Errorf("vercel: upload: archive entry %q would land outside the target directory", name)
+	}
+	joined := path.Join(prefix, name)
+	if strings.HasSuffix(name, "/") {
+		joined += "/"
+	}
+	return joined, nil
 }
 
 func (d *driver) ReadFile(ctx context.Context, path string) (io.ReadCloser, error) {

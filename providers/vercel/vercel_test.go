@@ -6,7 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +212,13 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"create": 2, "delete": 1},
 		},
 		{
+			// Creating the working directory is safe to repeat, so it is sent again even
+			// after a 502 that came once it ran.
+			Name:     "WorkDirLate502",
+			Setup:    func(s *vercelfake.Server) { s.Faults.Inject("cmd", 1, fakekit.Fault{Status: 502, Late: true}) },
+			WantCall: map[string]int{"create": 1, "cmd": 2, "delete": 1},
+		},
+		{
 			Name: "Create500ThenOK",
 			Setup: func(s *vercelfake.Server) {
 				s.Faults.Inject("create", 1, fakekit.Fault{Status: 500})
@@ -257,7 +268,16 @@ func TestExecFaultsAndStoppedSession(t *testing.T) {
 	srv := newServer(t)
 	p := newProvider(t, srv, nil)
 	sb := cloudtest.Create(t, p, spec("run-exec"))
-	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "cmd", fakekit.Fault{Status: 429, RetryAfter: "0"}, fakekit.Fault{Status: 503})
+	// A 429 means the command was not taken: retried.
+	cloudtest.ExecRunsOnce(t, sb, &srv.Faults, srv.Count, "cmd", fakekit.Fault{Status: 429, RetryAfter: "0"})
+	// cmd takes no idempotency key: a 502 or 503 that came after the command started
+	// must not run it a second time.
+	for _, status := range []int{502, 503} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			sb := cloudtest.Create(t, p, spec(fmt.Sprintf("run-exec-%d", status)))
+			cloudtest.ExecNotResent(t, sb, &srv.Faults, "cmd", fakekit.Fault{Status: status})
+		})
+	}
 	srv.StopSession(sb.ID())
 	_, err := sb.Exec(t.Context(), providers.Shell("true"))
 	if httpapi.StatusCode(err) != 410 || !strings.Contains(err.Error(), "its timeout passed") {
@@ -357,16 +377,54 @@ func TestListByTag(t *testing.T) {
 	}
 }
 
+// TestUploadIsOneRequest: the workspace goes in one fs/write, sent as @vercel/sandbox
+// sends archives (x-cwd "/", full paths; the fake refuses anything else), and every kind
+// of entry lands where it belongs.
 func TestUploadIsOneRequest(t *testing.T) {
 	srv := newServer(t)
 	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-up"))
-	tgz := cloudtest.TarGz(t, archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644})
+	long := strings.Repeat("n", 90) + "/" + strings.Repeat("m", 90) + ".txt" // past ustar's 100-byte name once prefixed
+	tgz := cloudtest.TarGz(t,
+		archive.Entry{Name: "./", Mode: fs.ModeDir | 0o755},
+		archive.Entry{Name: "d/", Mode: fs.ModeDir | 0o750},
+		archive.Entry{Name: "d/x.txt", Body: []byte("x"), Mode: 0o644},
+		archive.Entry{Name: "run.sh", Body: []byte("#!/bin/sh\n"), Mode: 0o755},
+		archive.Entry{Name: "link", Linkname: "d/x.txt", Mode: fs.ModeSymlink | 0o777},
+		archive.Entry{Name: long, Body: []byte("long"), Mode: 0o644},
+	)
 	calls := cloudtest.UploadCalls(t, sb, "proj", tgz, srv.Calls)
-	if len(calls) != 1 || calls[0].Endpoint != "write" || calls[0].RequestBytes != int64(len(tgz)) {
-		t.Errorf("Upload requests = %+v, want one fs/write carrying the %d-byte archive as is", calls, len(tgz))
+	if len(calls) != 1 || calls[0].Endpoint != "write" || calls[0].Status != http.StatusOK {
+		t.Errorf("Upload requests = %+v, want one fs/write, answered 200", calls)
 	}
-	if b, err := os.ReadFile(sb.WorkDir() + "/proj/d/x.txt"); err != nil || string(b) != "x" {
-		t.Errorf("uploaded file = %q, %v", b, err)
+	dir := sb.WorkDir() + "/proj/"
+	for name, want := range map[string]string{"d/x.txt": "x", "run.sh": "#!/bin/sh\n", "link": "x", long: "long"} {
+		if b, err := os.ReadFile(dir + name); err != nil || string(b) != want {
+			t.Errorf("uploaded %s = %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if fi, err := os.Stat(dir + "run.sh"); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("run.sh mode = %v, %v; want 0755", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(dir + "d"); err != nil || fi.Mode().Perm() != 0o750 {
+		t.Errorf("d mode = %v, %v; want 0750", fi.Mode(), err)
+	}
+	if target, err := os.Readlink(dir + "link"); err != nil || target != "d/x.txt" {
+		t.Errorf("link target = %q, %v; want d/x.txt, unchanged", target, err)
+	}
+}
+
+func TestUploadRefusesEntriesLeavingTheDirectory(t *testing.T) {
+	srv := newServer(t)
+	sb := cloudtest.Create(t, newProvider(t, srv, nil), spec("run-up-bad"))
+	for _, name := range []string{"../escape.txt", "/etc/escape.txt"} {
+		tgz := cloudtest.TarGz(t, archive.Entry{Name: name, Body: []byte("x"), Mode: 0o644})
+		err := sb.Upload(t.Context(), "proj", bytes.NewReader(tgz))
+		if err == nil || !strings.Contains(err.Error(), "would land outside the target directory") {
+			t.Errorf("Upload(%s) = %v, want it refused", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(sb.WorkDir()), "escape.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an entry escaped the directory: %v", err)
 	}
 }
 

@@ -11,8 +11,10 @@
 //
 // State: a new sandbox is "creating" (or "pending_build" when built from an image) and
 // turns "started" after ReadyAfter polls of GET /api/sandbox/{id}; NeverReady keeps it
-// creating; FailWith puts it into "error" or "build_failed". Delete kills the sandbox's
-// running commands, answers "destroying", and the sandbox is then gone (404).
+// creating; FailWith puts it into "error" or "build_failed". A stopped, archived or
+// paused (Pause) sandbox stays so until POST …/start, which accepts only those states
+// (and a started one, unchanged); it then starts like a new one. Delete kills the
+// sandbox's running commands, answers "destroying", and the sandbox is then gone (404).
 //
 // Commands run for real, as the daemon runs them: the command text is fed on stdin to
 // /bin/sh in a new process group, stdout and stderr combined, the `timeout` field kills
@@ -190,10 +192,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		apiError(w, r, http.StatusUnauthorized, "Invalid credentials")
 		return endpoint
 	}
-	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, r, status, "injected fault") }) {
-		return endpoint
-	}
-	handler(w, r, args)
+	s.Faults.Serve(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, r, status, "injected fault") },
+		func(w http.ResponseWriter) { handler(w, r, args) })
 	return endpoint
 }
 
@@ -292,9 +292,28 @@ func (s *Server) startStop(w http.ResponseWriter, r *http.Request, args []string
 		b.procs = &fakekit.Procs{}
 		b.State = "stopped"
 	} else {
-		b.State, b.polls = "starting", 0
+		switch b.State {
+		case "started":
+		case "stopped", "archived", "paused":
+			b.State, b.polls = "starting", 0
+		default:
+			apiError(w, r, http.StatusBadRequest, fmt.Sprintf("Sandbox %s is %s and cannot be started", b.ID, b.State))
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, s.view(b))
+}
+
+// Pause puts a sandbox into the "paused" state, as Daytona does for a sandbox paused by
+// its owner: its commands stop, and only POST …/start brings it back.
+func (s *Server) Pause(idOrName string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.find(idOrName); b != nil {
+		b.procs.KillAll()
+		b.procs = &fakekit.Procs{}
+		b.State = "paused"
+	}
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, args []string) {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,11 @@ import (
 // Fault is an injected failure: the fake answers with Status instead of serving the call.
 type Fault struct {
 	Status int
+	// Late makes the fake carry the call out first and answer with the fault instead of
+	// its real answer, as a proxy in front of a service does when it loses the service's
+	// answer (a 502 or 503 after the command ran): the client cannot tell the work was
+	// done.
+	Late bool
 	// RetryAfter, when set, is sent as the Retry-After header.
 	RetryAfter string
 	// Body replaces the fake's own error body for Status.
@@ -67,6 +73,21 @@ func (fs *Faults) Answer(w http.ResponseWriter, endpoint string, errorBody func(
 		f.Write(w, errorBody)
 	}
 	return ok
+}
+
+// Serve counts a call of endpoint and serves it with handle, unless a fault is injected
+// for it: then the fault answers instead (see Fault.Write), after handle has run with its
+// answer thrown away when the fault is Late.
+func (fs *Faults) Serve(w http.ResponseWriter, endpoint string, errorBody func(w http.ResponseWriter, status int), handle func(w http.ResponseWriter)) {
+	f, ok := fs.Hit(endpoint)
+	if !ok {
+		handle(w)
+		return
+	}
+	if f.Late {
+		handle(httptest.NewRecorder())
+	}
+	f.Write(w, errorBody)
 }
 
 // WriteJSON answers with status and v encoded as JSON.

@@ -257,3 +257,33 @@ func TestWriteFile(t *testing.T) {
 		t.Error("WriteFile under a regular file = nil error, want one")
 	}
 }
+
+func TestFaultServe(t *testing.T) {
+	errorBody := func(w http.ResponseWriter, status int) {
+		WriteJSON(w, status, map[string]string{"own": http.StatusText(status)})
+	}
+	var fs Faults
+	fs.Inject("exec", 2, Fault{Status: 502})
+	fs.Inject("exec", 3, Fault{Status: 503, Late: true})
+	var served int
+	handle := func(w http.ResponseWriter) {
+		served++
+		WriteJSON(w, http.StatusOK, map[string]int{"n": served})
+	}
+	for _, want := range []struct {
+		status int
+		body   string
+		served int
+	}{
+		{200, `{"n":1}` + "\n", 1},                       // no fault: served
+		{502, `{"own":"Bad Gateway"}` + "\n", 1},         // a fault: not served
+		{503, `{"own":"Service Unavailable"}` + "\n", 2}, // a late fault: served, its answer replaced
+		{200, `{"n":3}` + "\n", 3},
+	} {
+		rec := httptest.NewRecorder()
+		fs.Serve(rec, "exec", errorBody, handle)
+		if rec.Code != want.status || rec.Body.String() != want.body || served != want.served {
+			t.Errorf("call %d: answer %d %q, served %d times; want %d %q, served %d times", fs.Calls("exec"), rec.Code, rec.Body, served, want.status, want.body, want.served)
+		}
+	}
+}

@@ -61,6 +61,19 @@ type Run struct {
 	// Stdout and Stderr receive output as it arrives, for drivers that stream; a
 	// driver that does set Result.Streamed.
 	Stdout, Stderr io.Writer
+	// Repeatable says running the script twice does no harm (mkdir -p), so a driver may
+	// send it again after a failure that leaves unknown whether it ran. Other scripts
+	// are never sent twice by drivers whose API has no idempotency key.
+	Repeatable bool
+}
+
+// Retry is how a driver whose API takes no idempotency key sends the script: never again
+// after it may have started (httpapi.RetryUnprocessed), unless it is Repeatable.
+func (r Run) Retry() httpapi.RetryMode {
+	if r.Repeatable {
+		return httpapi.RetryIdempotent
+	}
+	return httpapi.RetryUnprocessed
 }
 
 // Result is what a script produced.

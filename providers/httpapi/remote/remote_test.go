@@ -328,3 +328,12 @@ func TestExecTruncatedByAPI(t *testing.T) {
 	sb.Close(t.Context())
 	assertNoTempFiles(t, sb)
 }
+
+func TestRunRetry(t *testing.T) {
+	if got := (Run{Script: "echo x >> f\n"}).Retry(); got != httpapi.RetryUnprocessed {
+		t.Errorf("Run.Retry() = %v, want RetryUnprocessed: a command that may have started is not sent again", got)
+	}
+	if got := (Run{Script: "mkdir -p d\n", Repeatable: true}).Retry(); got != httpapi.RetryIdempotent {
+		t.Errorf("Run{Repeatable}.Retry() = %v, want RetryIdempotent", got)
+	}
+}

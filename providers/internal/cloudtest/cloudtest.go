@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -169,6 +170,30 @@ func ExecRunsOnce(t *testing.T, sb providers.Sandbox, faults *fakekit.Faults, co
 	res, err := sb.Exec(t.Context(), providers.Shell("echo x >> n; cat n"))
 	if err != nil || string(res.Stdout) != "x\n" {
 		t.Fatalf("Exec after %v = %q, %v; want it run once", statuses, res.Stdout, err)
+	}
+}
+
+// ExecNotResent makes the next call of endpoint carry the command out and then fail with
+// fault (a Late fault: a proxy's 502 or 503 after the command started), then runs a
+// command that appends a line to a file. The command must not be sent again: Exec fails
+// with an error wrapping httpapi.ErrMaybeDone, endpoint got exactly one call, and the
+// file holds one line.
+func ExecNotResent(t *testing.T, sb providers.Sandbox, faults *fakekit.Faults, endpoint string, fault fakekit.Fault) {
+	t.Helper()
+	fault.Late = true
+	base := faults.Calls(endpoint) // Inject counts the calls the fake served, as Calls does
+	faults.Inject(endpoint, base+1, fault)
+	file := fmt.Sprintf("once-%d", time.Now().UnixNano()) // sandboxes of a fake may share a directory
+	_, err := sb.Exec(t.Context(), providers.Shell("echo x >> "+file))
+	if !errors.Is(err, httpapi.ErrMaybeDone) || httpapi.StatusCode(err) != fault.Status {
+		t.Fatalf("Exec after a %d that came after the command ran = %v; want the %d, marked as maybe carried out", fault.Status, err, fault.Status)
+	}
+	if got := faults.Calls(endpoint) - base; got != 1 {
+		t.Errorf("%s calls = %d, want 1 (the command must not be sent again)", endpoint, got)
+	}
+	res, err := sb.Exec(t.Context(), providers.Shell("cat "+file))
+	if err != nil || string(res.Stdout) != "x\n" {
+		t.Errorf("the file the command appends to holds %q (%v), want one line: the command ran once", res.Stdout, err)
 	}
 }
 

@@ -57,6 +57,10 @@ type Server struct {
 	// LabelFilterUnsupported answers a list with label= by 422, as accounts without
 	// label filtering do.
 	LabelFilterUnsupported bool
+	// ListEchoesOffset makes a list answer carry the offset it was asked for instead of
+	// the offset of the next page: the API documents the field only as an offset, and
+	// LangSmith's SDK pages without reading it.
+	ListEchoesOffset bool
 	// SnapshotBuildPolls is how many polls a new snapshot stays "building".
 	SnapshotBuildPolls int
 	// Faults fails calls by endpoint: "create", "list", "get", "status", "delete",
@@ -123,6 +127,15 @@ func (s *Server) AddSnapshot(name, status string) string {
 	sn := &snapshot{ID: newUUID(), Name: name, Status: status}
 	s.snapshots[sn.ID] = sn
 	return sn.ID
+}
+
+// AddSandbox seeds a ready sandbox with the given name and labels, as if created earlier
+// (by another run, or by someone else when labels lack talkops's).
+func (s *Server) AddSandbox(name string, labels map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.boxes.Add(name, &box{ID: newUUID(), Name: name, Status: "ready", Labels: labels, IdleTTLSeconds: 600,
+		DeleteAfterStop: 60, CreatedAt: time.Now().UTC(), procs: &fakekit.Procs{}})
 }
 
 // Snapshot describes a snapshot by name, for assertions.
@@ -244,10 +257,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		fakekit.WriteJSON(w, http.StatusForbidden, map[string]any{"error": "FeatureDisabled", "message": "Sandbox feature is not enabled for this organization"})
 		return endpoint
 	}
-	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) { detail(w, status, "InternalError", "injected fault") }) {
-		return endpoint
-	}
-	h(w, r, args)
+	s.Faults.Serve(w, endpoint, func(w http.ResponseWriter, status int) { detail(w, status, "InternalError", "injected fault") },
+		func(w http.ResponseWriter) { h(w, r, args) })
 	return endpoint
 }
 
@@ -443,7 +454,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ []string) {
 	for _, b := range match[min(offset, len(match)):end] {
 		views = append(views, s.view(b))
 	}
-	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandboxes": views, "offset": end})
+	next := end
+	if s.ListEchoesOffset {
+		next = offset
+	}
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandboxes": views, "offset": next})
 }
 
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, _ []string) {

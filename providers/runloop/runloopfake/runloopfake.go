@@ -1,7 +1,8 @@
 // Package runloopfake is an in-process fake of Runloop's devbox API for tests, with
 // Runloop's paths, bearer auth, JSON shapes (DevboxView, DevboxAsyncExecutionDetailView),
-// long-polls that answer 408 when their hold passes, Idempotency-Key and command_id
-// de-duplication, and output cut to the last last_n lines with *_truncated flags.
+// long-polls that answer 408 when their hold passes, de-duplication of creates by the
+// idempotency key in x-request-id (where Runloop's SDKs send it) and of executes by
+// command_id, and output cut to the last last_n lines with *_truncated flags.
 //
 // Covered: POST/GET /v1/devboxes (create; list by status with limit, starting_after,
 // has_more), GET /v1/devboxes/{id}, POST …/{id}/wait_for_status, …/shutdown, …/suspend,
@@ -68,7 +69,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	boxes       fakekit.Boxes[*devbox] // by id; a devbox is never deleted, only shut down
-	idempotency map[string]string      // Idempotency-Key → devbox id
+	idempotency map[string]string      // x-request-id → devbox id
 	execs       map[string]*execution
 	byCommandID map[string]*execution
 }
@@ -224,10 +225,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		apiError(w, http.StatusUnauthorized, "Invalid API key")
 		return endpoint
 	}
-	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, status, "injected fault") }) {
-		return endpoint
-	}
-	h(w, r, args)
+	s.Faults.Serve(w, endpoint, func(w http.ResponseWriter, status int) { apiError(w, status, "injected fault") },
+		func(w http.ResponseWriter) { h(w, r, args) })
 	return endpoint
 }
 
@@ -267,7 +266,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := r.Header.Get("Idempotency-Key")
+	key := r.Header.Get("X-Request-Id")
 	if id, ok := s.idempotency[key]; ok && key != "" {
 		b, _ := s.boxes.Get(id)
 		fakekit.WriteJSON(w, http.StatusOK, s.view(b))
@@ -676,7 +675,9 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, args []string)
 	f, err := os.Open(p)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		apiError(w, http.StatusNotFound, "File not found: "+in.Path)
+		// Runloop documents the status of a missing file (404), not the wording of the
+		// body: this one gives a client nothing to match but the status.
+		fakekit.WriteJSON(w, http.StatusNotFound, map[string]any{"error_code": 404})
 		return
 	case err != nil:
 		apiError(w, http.StatusBadRequest, err.Error())

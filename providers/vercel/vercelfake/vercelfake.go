@@ -7,7 +7,7 @@
 // tags=k:v, namePrefix, limit, cursor), GET /v2/sandboxes/{name} (resume=true),
 // DELETE /v2/sandboxes/{name}, GET /v2/sandboxes/sessions/{id}, POST …/sessions/{id}/stop,
 // POST …/sessions/{id}/cmd (wait+logs NDJSON, or detached), GET …/cmd/{cmdId}[?wait=true],
-// POST …/cmd/{cmdId}/kill, POST …/fs/write (gzip tar at x-cwd), POST …/fs/read,
+// POST …/cmd/{cmdId}/kill, POST …/fs/write (gzip tar, x-cwd "/" only), POST …/fs/read,
 // POST …/fs/mkdir. Left out: snapshots, fork, PATCH, extend-timeout, network policy,
 // interactive sessions, ports/routes beyond an empty list, command log replay.
 //
@@ -18,8 +18,9 @@
 //
 // Commands run for real: command and args are executed directly (no shell) in a new
 // process group, with the sandbox's and the command's env; the command timeout (ms) kills
-// the group. Files are the host's files: fs/write extracts with the safe extractor under
-// x-cwd, fs/read reads any host path.
+// the group. Files are the host's files: fs/write extracts with the safe extractor at "/"
+// (it refuses any other x-cwd: @vercel/sandbox never sends one, so nothing shows the
+// service honours it), fs/read reads any host path.
 package vercelfake
 
 import (
@@ -251,12 +252,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		apiError(w, http.StatusForbidden, "forbidden", "You don't have permission to access the team "+r.URL.Query().Get("teamId"))
 		return endpoint
 	}
-	if s.Faults.Answer(w, endpoint, func(w http.ResponseWriter, status int) {
+	s.Faults.Serve(w, endpoint, func(w http.ResponseWriter, status int) {
 		apiError(w, status, "internal_server_error", "injected fault")
-	}) {
-		return endpoint
-	}
-	h(w, r, args)
+	}, func(w http.ResponseWriter) { h(w, r, args) })
 	return endpoint
 }
 
@@ -611,8 +609,13 @@ func (s *Server) fsWrite(w http.ResponseWriter, r *http.Request, args []string) 
 		apiError(w, http.StatusBadRequest, "bad_request", "content-type must be application/gzip, got "+ct)
 		return
 	}
-	dir := cmp.Or(r.Header.Get("X-Cwd"), "/")
-	if err := archive.Extract(r.Context(), r.Body, dir); err != nil {
+	// @vercel/sandbox always sends x-cwd "/" with full paths in the archive; nothing
+	// shows the service honours another directory, so the fake refuses one.
+	if dir := cmp.Or(r.Header.Get("X-Cwd"), "/"); dir != "/" {
+		apiError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("x-cwd %q: the fake takes only \"/\", the one value @vercel/sandbox sends (entries carry full paths)", dir))
+		return
+	}
+	if err := archive.Extract(r.Context(), r.Body, "/"); err != nil {
 		apiError(w, http.StatusBadRequest, "bad_request", "write failed: "+err.Error())
 		return
 	}
