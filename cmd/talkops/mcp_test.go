@@ -1,0 +1,265 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/talkops/talkops/agent/mcp/mcptest"
+	"github.com/talkops/talkops/agent/model/modeltest"
+)
+
+// Values the MCP tests plant: the header and env secrets must never show up in an output.
+const (
+	mcpHeaderToken = "hdr-CANARY-4f1d9e2a7b"
+	mcpEnvToken    = "env-CANARY-9c3e1b7d55"
+	mcpHostSecret  = "host-CANARY-a1b2c3d4e5"
+)
+
+// buildMCPServer builds the stdio test server as a static binary into dir, so it runs in
+// a busybox container and a bwrap sandbox as well as on the host.
+func buildMCPServer(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", filepath.Join(dir, "mcpserver"), "github.com/talkops/talkops/agent/mcp/mcptest/mcpserver")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the MCP test server: %v\n%s", err, out)
+	}
+}
+
+// mcpSandboxArgs returns the flags that run on provider and adds what it needs to env,
+// skipping (or failing under CI) when it is not available here.
+func mcpSandboxArgs(t *testing.T, provider string, env map[string]string) []string {
+	t.Helper()
+	need := func(ok bool, why string) {
+		if ok {
+			return
+		}
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required in CI: %s", provider, why)
+		}
+		t.Skipf("%s is not available: %s", provider, why)
+	}
+	switch provider {
+	case "bwrap":
+		err := exec.Command("bwrap", "--unshare-all", "--unshare-user", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true").Run()
+		need(err == nil, fmt.Sprint(err))
+	case "docker":
+		img := os.Getenv("TALKOPS_TEST_DOCKER_IMAGE")
+		need(img != "" && os.Getenv("DOCKER_HOST") != "", "set DOCKER_HOST and TALKOPS_TEST_DOCKER_IMAGE")
+		env["DOCKER_HOST"] = os.Getenv("DOCKER_HOST")
+		return []string{"--sandbox", "docker", "--sandbox-snapshot-name", img}
+	}
+	return []string{"--sandbox", provider}
+}
+
+func randomTag(t *testing.T) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "mcptag-" + hex.EncodeToString(b[:])
+}
+
+// processesWith lists the host processes whose command line holds tag.
+func processesWith(tag string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), tag) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// writeUserConfig writes ~/.talkops/config.toml in env's HOME.
+func writeUserConfig(t *testing.T, env map[string]string, content string) {
+	t.Helper()
+	p := filepath.Join(env["HOME"], ".talkops", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mcpConfigFile writes the --mcp-config JSON for the stdio server "tools".
+func mcpConfigFile(t *testing.T, tag string, extraEnv map[string]string) string {
+	t.Helper()
+	env := map[string]string{"SERVER_TOKEN": "${MCP_TEST_ENV_TOKEN}"}
+	for k, v := range extraEnv {
+		env[k] = v
+	}
+	doc := map[string]any{"mcpServers": map[string]any{
+		"tools": map[string]any{"command": "./mcpserver", "args": []string{tag}, "env": env},
+	}}
+	data, _ := json.Marshal(doc)
+	p := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// agentScript answers the agent's calls in order and the judge's with a pass.
+func agentScript(steps []modeltest.Step) (modeltest.Responder, *atomic.Int32) {
+	var n atomic.Int32
+	return func(c modeltest.Call) modeltest.Step {
+		if isJudge(c) {
+			return verdict(c, true, "")
+		}
+		i := int(n.Add(1)) - 1
+		if i < len(steps) {
+			return steps[i]
+		}
+		return modeltest.Step{Text: "done"}
+	}, &n
+}
+
+// TestMCPToolsEndToEnd drives MCP tools through a real talkops process on each sandbox
+// provider: a stdio server in the sandbox and a streamable-HTTP server from the host. The
+// calls' results reach the model and the judge's evidence; a hanging call and a crashing
+// server are errors naming the server while the run goes on; env and header secrets are
+// redacted everywhere; nothing is left running afterwards.
+func TestMCPToolsEndToEnd(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"local", "bwrap", "docker"} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			tag := randomTag(t)
+			web := httptest.NewServer(mcptest.Handler("Bearer " + mcpHeaderToken))
+			t.Cleanup(web.Close)
+
+			respond, _ := agentScript([]modeltest.Step{
+				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__tools__echo", `{"text":"hello from the model"}`)}},
+				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__web__whoami", `{}`)}},
+				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__tools__hang", `{}`)}},
+				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__tools__crash", `{}`)}},
+				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__tools__echo", `{"text":"again"}`)}},
+				{Text: "All MCP calls made."},
+			})
+			srv := modeltest.NewServerFunc(respond)
+			t.Cleanup(srv.Close)
+
+			dir := project(t, map[string]string{"marker.txt": "inside-workspace\n", "README.md": "x\n"})
+			buildMCPServer(t, dir)
+			env := testEnv(t, map[string]string{
+				"ANTHROPIC_API_KEY":  canaryKey,
+				"MCP_TEST_ENV_TOKEN": mcpEnvToken,
+				"MCP_TEST_HDR_TOKEN": mcpHeaderToken,
+				"MCP_HOST_SECRET":    mcpHostSecret,
+			})
+			sandboxArgs := mcpSandboxArgs(t, provider, env)
+			writeUserConfig(t, env, fmt.Sprintf(`
+[agent]
+tool_timeout = "3s"
+
+[sandboxes.sync]
+max_file_size = "64MiB"
+
+[mcp.servers.web]
+url = %q
+headers = { Authorization = "Bearer ${MCP_TEST_HDR_TOKEN}" }
+`, web.URL+"/mcp"))
+			args := append([]string{"-p", "use the MCP tools", "-y", "--model", "anthropic:claude-test", "--base-url", srv.URL,
+				"--mcp-config", mcpConfigFile(t, tag, nil), "--rubric", "the agent used the MCP tools", "--output-format", "stream-json"}, sandboxArgs...)
+			cmd, out := startTalkops(t, dir, env, args...)
+			code := waitExit(t, cmd, 3*time.Minute)
+			if code != 0 {
+				t.Fatalf("exit %d, want 0\n%s", code, out)
+			}
+			if left := processesWith(tag); len(left) > 0 {
+				t.Errorf("MCP server processes left after teardown:\n%s", strings.Join(left, "\n"))
+			}
+
+			// What the model saw, call by call.
+			var agentBodies []string
+			var judgeBody string
+			for _, c := range srv.Calls() {
+				if isJudge(c) {
+					judgeBody = string(c.Body)
+				} else {
+					agentBodies = append(agentBodies, string(c.Body))
+				}
+			}
+			if len(agentBodies) < 6 {
+				t.Fatalf("the model was called %d times, want 6", len(agentBodies))
+			}
+			first := agentBodies[0]
+			for _, tool := range []string{"mcp__tools__echo", "mcp__tools__hang", "mcp__web__whoami"} {
+				if !strings.Contains(first, `"name":"`+tool+`"`) {
+					t.Errorf("the model was not offered %s", tool)
+				}
+			}
+			echo := agentBodies[1]
+			if !strings.Contains(echo, "echo: hello from the model") || !strings.Contains(echo, "marker=inside-workspace") {
+				t.Errorf("the echo result did not reach the model from the workspace:\n%s", echo)
+			}
+			if !strings.Contains(echo, `server_token=***`) || !strings.Contains(echo, `host_secret=\n`) {
+				t.Errorf("the stdio server must get its configured env (redacted for the model) and nothing else of talkops's environment:\n%s", echo)
+			}
+			if !strings.Contains(agentBodies[2], "authorization=***") {
+				t.Errorf("the HTTP server did not get the header, or it reached the model unredacted:\n%s", agentBodies[2])
+			}
+			if b := agentBodies[3]; !strings.Contains(b, `MCP server \"tools\" did not answer hang within 3s`) {
+				t.Errorf("the hanging call's result does not name the server:\n%s", b)
+			}
+			if b := agentBodies[4]; !strings.Contains(b, `MCP server \"tools\" stopped while running crash`) || !strings.Contains(b, "crashing now") {
+				t.Errorf("the crash's result does not name the server with its stderr:\n%s", b)
+			}
+			if b := agentBodies[5]; !strings.Contains(b, `MCP server \"tools\"`) {
+				t.Errorf("a call to the dead server does not name it:\n%s", b)
+			}
+			if !strings.Contains(judgeBody, "mcp__tools__echo") || !strings.Contains(judgeBody, "echo: hello from the model") {
+				t.Errorf("the judge's evidence lacks the MCP call and its result:\n%s", judgeBody)
+			}
+
+			r := readResult(t, dir)
+			for _, st := range r.Stages {
+				t.Logf("stage %s: %s in %d ms", st.Name, st.Status, st.DurationMS)
+			}
+			if r.Agent == nil || r.Agent.ToolCalls != 5 {
+				t.Errorf("result.json agent = %+v, want 5 tool calls", r.Agent)
+			}
+			transcript, err := os.ReadFile(filepath.Join(r.Run.ReportDir, "transcript.jsonl"))
+			if err != nil || !strings.Contains(string(transcript), "echo: hello from the model") {
+				t.Errorf("transcript.jsonl lacks the MCP result: %v", err)
+			}
+			assertNoSecrets(t, dir, out.String(), string(judgeBody), strings.Join(agentBodies, "\n"))
+		})
+	}
+}
+
+// assertNoSecrets fails when a planted secret is in any report file or text.
+func assertNoSecrets(t *testing.T, dir string, texts ...string) {
+	t.Helper()
+	secrets := []string{mcpHeaderToken, mcpEnvToken, mcpHostSecret, "CANARY"}
+	_ = filepath.WalkDir(filepath.Join(dir, ".talkops"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		texts = append(texts, string(data))
+		return nil
+	})
+	for i, s := range texts {
+		for _, secret := range secrets {
+			if strings.Contains(s, secret) {
+				t.Errorf("secret %q leaked (text %d):\n%s", secret, i, s)
+			}
+		}
+	}
+}
