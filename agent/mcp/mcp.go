@@ -85,12 +85,12 @@ func Start(ctx context.Context, servers []Server, opts Options) (*Set, error) {
 	for _, cfg := range servers {
 		s, err := set.start(ctx, cfg)
 		if err != nil {
-			set.Close()
+			set.Close(context.WithoutCancel(ctx))
 			return nil, err
 		}
 		set.servers = append(set.servers, s)
 		if err := set.addTools(ctx, s); err != nil {
-			set.Close()
+			set.Close(context.WithoutCancel(ctx))
 			return nil, err
 		}
 	}
@@ -100,29 +100,41 @@ func Start(ctx context.Context, servers []Server, opts Options) (*Set, error) {
 // Tools returns every server's tools, in configuration order.
 func (s *Set) Tools() []tools.Tool { return s.tools }
 
-// Close stops every server: sessions are closed and processes killed. It returns once
-// they are gone, and is idempotent.
-func (s *Set) Close() {
+// Close stops every server: processes are killed and sessions closed. It returns once
+// they are gone, or when ctx ends (the teardown budget), and is idempotent.
+func (s *Set) Close(ctx context.Context) {
 	if s == nil {
 		return
 	}
 	s.closed.Do(func() {
 		var wg sync.WaitGroup
 		for _, srv := range s.servers {
-			wg.Go(srv.close)
+			wg.Go(func() { srv.close(ctx) })
 		}
 		wg.Wait()
 	})
 }
 
-func (s *server) close() {
+func (s *server) close(ctx context.Context) {
 	if s.stop != nil {
 		// Kill first: a polite close could wait on a server that ignores stdin's end.
 		s.stop()
-		<-s.done
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			return
+		}
 	}
 	if s.session != nil {
-		_ = s.session.Close()
+		closed := make(chan struct{})
+		go func() {
+			_ = s.session.Close()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-ctx.Done():
+		}
 	}
 }
 

@@ -82,7 +82,7 @@ func (s *session) newAgent(ctx context.Context, sb providers.Sandbox) (runner.Ag
 	}
 	a, err := agent.New(opts)
 	if err != nil {
-		s.servers.Close()
+		s.servers.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	s.agent = a
@@ -90,7 +90,7 @@ func (s *session) newAgent(ctx context.Context, sb providers.Sandbox) (runner.Ag
 }
 
 // Close stops the MCP servers (runner.AgentCloser): the runner calls it before teardown.
-func (s *session) Close(context.Context) { s.servers.Close() }
+func (s *session) Close(ctx context.Context) { s.servers.Close(ctx) }
 
 func (s *session) Run(ctx context.Context, prompt string) (runner.AgentOutcome, error) {
 	out, err := s.agent.Run(ctx, prompt)

@@ -1,6 +1,7 @@
 // Command mcpserver is the mcptest server over stdio, for tests that run it inside a
 // sandbox. Arguments are ignored (tests pass a tag to find the process); with
-// MCPTEST_FAIL_START set it writes that to stderr and exits 1 before answering anything.
+// MCPTEST_FAIL_START set it writes a complaint naming SERVER_TOKEN to stderr and exits 1
+// before answering anything.
 package main
 
 import (
@@ -14,8 +15,8 @@ import (
 )
 
 func main() {
-	if msg := os.Getenv("MCPTEST_FAIL_START"); msg != "" {
-		fmt.Fprintln(os.Stderr, msg)
+	if os.Getenv("MCPTEST_FAIL_START") != "" {
+		fmt.Fprintf(os.Stderr, "boom: no credentials for %s\n", os.Getenv("SERVER_TOKEN"))
 		os.Exit(1)
 	}
 	s := mcptest.NewServer(func(context.Context, *sdk.CallToolRequest) string { return "" })
