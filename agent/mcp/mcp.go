@@ -64,6 +64,7 @@ type server struct {
 	where   string          // "sandbox", "host" or the URL host
 	stop    func()          // kills the process (stdio); nil for URL servers
 	done    <-chan struct{} // closed when the process exited (stdio)
+	exit    func() string   // how the exited process ended, for messages; nil if unknown
 }
 
 // Start starts every server, one after the other, and lists their tools. When one fails
@@ -151,16 +152,30 @@ func (s *server) died() bool {
 	}
 }
 
-// stderrNote is the server's stderr tail for an error message, or "".
+// stderrNote says how an exited server ended and ends with its stderr tail, for an error
+// message; "" for a URL server.
 func (s *server) stderrNote() string {
 	if s.stderr == nil {
 		return ""
 	}
+	note := ""
+	if s.died() && s.exit != nil {
+		note = "; " + s.exit()
+	}
 	tail := strings.TrimSpace(s.stderr.String())
 	if tail == "" {
-		return "; it wrote nothing to stderr"
+		return note + "; it wrote nothing to stderr"
 	}
-	return "; its stderr ends with:\n" + tail
+	return note + "; its stderr ends with:\n" + tail
+}
+
+// describe names the server and where it was configured and runs, for messages.
+func (s *server) describe() string {
+	where := s.place()
+	if s.cfg.Source != "" {
+		where = s.cfg.Source + ", " + where
+	}
+	return fmt.Sprintf("MCP server %q (%s)", s.cfg.Name, where)
 }
 
 func (set *Set) start(ctx context.Context, cfg Server) (*server, error) {
@@ -181,7 +196,7 @@ func (set *Set) start(ctx context.Context, cfg Server) (*server, error) {
 	default:
 		r, w, err := set.startProcess(ctx, s)
 		if err != nil {
-			return nil, fmt.Errorf("MCP server %q (%s) did not start: %w", cfg.Name, cfg.Source, err)
+			return nil, fmt.Errorf("%s did not start: %w", s.describe(), err)
 		}
 		transport = &sdk.IOTransport{Reader: r, Writer: w, MaxLineLength: set.opts.MaxMessage}
 	}
@@ -201,7 +216,7 @@ func (set *Set) start(ctx context.Context, cfg Server) (*server, error) {
 		if errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			why = fmt.Sprintf("no answer to initialize within %s", set.opts.StartTimeout)
 		}
-		return nil, fmt.Errorf("MCP server %q (%s, on the %s) did not start: %s%s", cfg.Name, cfg.Source, s.place(), why, s.stderrNote())
+		return nil, fmt.Errorf("%s did not start: %s%s", s.describe(), why, s.stderrNote())
 	}
 	s.session = session
 	return s, nil
@@ -210,9 +225,9 @@ func (set *Set) start(ctx context.Context, cfg Server) (*server, error) {
 // place says where a server runs, for messages.
 func (s *server) place() string {
 	if s.cfg.URL != "" {
-		return "network at " + s.cfg.URL
+		return "called from the host"
 	}
-	return s.where
+	return "on the " + s.where
 }
 
 // startProcess starts a stdio server in the sandbox when the sandbox can stream, else
@@ -230,6 +245,19 @@ func (set *Set) startProcess(ctx context.Context, s *server) (io.ReadCloser, io.
 			return nil, nil, err
 		}
 		s.stop, s.done = st.Kill, st.Done()
+		s.exit = func() string {
+			res, err := st.Wait()
+			if err != nil {
+				return err.Error()
+			}
+			// Exec reports a program it cannot run as exit 126 or 127 with a message
+			// of its own, which the stream's stderr never saw.
+			msg := fmt.Sprintf("it exited with code %d", res.ExitCode)
+			if res.ExitCode == 126 || res.ExitCode == 127 {
+				msg += " (" + strings.TrimSpace(lastLine(string(res.Stderr))) + ")"
+			}
+			return msg
+		}
 		return st.Stdout, st.Stdin, nil
 	}
 	if !cfg.Host {
@@ -270,12 +298,21 @@ func startHost(s *server, argv []string) (io.ReadCloser, io.WriteCloser, error) 
 		_ = cmd.Wait()
 		close(done)
 	}()
+	s.exit = func() string { return "it exited: " + cmd.ProcessState.String() }
 	var once sync.Once
 	s.done = done
 	s.stop = func() {
 		once.Do(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	}
 	return stdout, stdin, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -38,7 +38,7 @@ func (set *Set) addTools(ctx context.Context, s *server) error {
 	}
 	for t, err := range s.session.Tools(lctx, nil) {
 		if err != nil {
-			return fmt.Errorf("MCP server %q (%s, on the %s): listing its tools failed: %v%s", s.cfg.Name, s.cfg.Source, s.place(), err, s.stderrNote())
+			return fmt.Errorf("%s: listing its tools failed: %v%s", s.describe(), err, s.stderrNote())
 		}
 		name := ToolName(s.cfg.Name, t.Name)
 		switch {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -465,6 +466,50 @@ func TestMCPProjectURLServerIsGuarded(t *testing.T) {
 			r := readResult(t, dir)
 			if !strings.Contains(r.Reason, `MCP server "docs"`) || !strings.Contains(r.Reason, "address is not public") {
 				t.Errorf("reason = %q, want the server named and the address refused", r.Reason)
+			}
+		})
+	}
+}
+
+// TestMCPInterrupted: a signal during a hanging MCP call interrupts the run; the servers
+// are stopped before the sandbox is torn down and nothing of them is left.
+func TestMCPInterrupted(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"local", "bwrap"} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
+				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__tools__hang", `{}`)}},
+			}})
+			t.Cleanup(srv.Close)
+			dir := project(t, nil)
+			buildMCPServer(t, dir)
+			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey, "MCP_TEST_ENV_TOKEN": mcpEnvToken})
+			sandboxArgs := mcpSandboxArgs(t, provider, env)
+			writeUserConfig(t, env, "[sandboxes.sync]\nmax_file_size = \"64MiB\"\n")
+			tag := randomTag(t)
+			args := append([]string{"-p", "go", "-y", "--model", "anthropic:claude-test", "--base-url", srv.URL,
+				"--mcp-config", mcpConfigFile(t, tag, nil)}, sandboxArgs...)
+			cmd, out := startTalkops(t, dir, env, args...)
+			deadline := time.Now().Add(30 * time.Second)
+			for len(srv.Calls()) == 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if len(processesWith(tag)) == 0 {
+				t.Fatalf("the MCP server is not running\n%s", out)
+			}
+			time.Sleep(300 * time.Millisecond) // let the call reach the server
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			if code := waitExit(t, cmd, 15*time.Second); code != 130 {
+				t.Fatalf("exit %d, want 130\n%s", code, out)
+			}
+			if left := processesWith(tag); len(left) > 0 {
+				t.Errorf("MCP server processes left after an interrupted run:\n%s", strings.Join(left, "\n"))
+			}
+			if r := readResult(t, dir); r.Teardown == nil || r.Teardown.Status != "deleted" {
+				t.Errorf("teardown = %+v, want deleted", r.Teardown)
 			}
 		})
 	}
