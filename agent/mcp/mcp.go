@@ -24,9 +24,10 @@ import (
 const (
 	DefaultStartTimeout = time.Minute
 	DefaultCallTimeout  = 5 * time.Minute
-	// DefaultMaxMessage caps one message from a server (a tool list, a call's result):
-	// a bigger one fails that call instead of filling talkops's memory.
-	DefaultMaxMessage = 8 << 20
+	// DefaultMaxMessage caps one message from a server (a tool list, a call's result),
+	// as execute keeps 4 MiB of each stream: a bigger one fails that call instead of
+	// filling talkops's memory (over stdio the SDK then drops the session).
+	DefaultMaxMessage = 4 << 20
 )
 
 // stderrTail is how much of a server's stderr is kept for error messages.
