@@ -74,7 +74,7 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)
 func ParseFile(path string, getenv func(string) string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("%w: --mcp-config %s: %v", ErrConfig, path, err)
+		return Config{}, fmt.Errorf("%w: --mcp-config %s: %w", ErrConfig, path, err)
 	}
 	return parseJSON(data, path, getenv)
 }
@@ -86,7 +86,7 @@ func parseJSON(data []byte, file string, getenv func(string) string) (Config, er
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return Config{}, fmt.Errorf("%w: %s: %v (want {\"mcpServers\": {\"NAME\": {\"command\": ..., \"args\": [...], \"env\": {...}} or {\"url\": ..., \"headers\": {...}}}})",
+		return Config{}, fmt.Errorf("%w: %s: %w (want {\"mcpServers\": {\"NAME\": {\"command\": ..., \"args\": [...], \"env\": {...}} or {\"url\": ..., \"headers\": {...}}}})",
 			ErrConfig, file, err)
 	}
 	if doc.Servers == nil {
@@ -98,7 +98,7 @@ func parseJSON(data []byte, file string, getenv func(string) string) (Config, er
 		d := json.NewDecoder(bytes.NewReader(doc.Servers[name]))
 		d.DisallowUnknownFields()
 		if err := d.Decode(&e); err != nil {
-			return Config{}, fmt.Errorf("%w: %s: mcpServers.%s: %v (valid keys: type, command, args, env, url, headers, host)", ErrConfig, file, name, err)
+			return Config{}, fmt.Errorf("%w: %s: mcpServers.%s: %w (valid keys: type, command, args, env, url, headers, host)", ErrConfig, file, name, err)
 		}
 		if err := cfg.add(name, e, file+": mcpServers."+name, true, getenv); err != nil {
 			return Config{}, err

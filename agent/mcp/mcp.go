@@ -100,17 +100,17 @@ func Start(ctx context.Context, servers []Server, opts Options) (*Set, error) {
 }
 
 // Tools returns every server's tools, in configuration order.
-func (s *Set) Tools() []tools.Tool { return s.tools }
+func (set *Set) Tools() []tools.Tool { return set.tools }
 
 // Close stops every server: processes are killed and sessions closed. It returns once
 // they are gone, or when ctx ends (the teardown budget), and is idempotent.
-func (s *Set) Close(ctx context.Context) {
-	if s == nil {
+func (set *Set) Close(ctx context.Context) {
+	if set == nil {
 		return
 	}
-	s.closed.Do(func() {
+	set.closed.Do(func() {
 		var wg sync.WaitGroup
-		for _, srv := range s.servers {
+		for _, srv := range set.servers {
 			wg.Go(func() { srv.close(ctx) })
 		}
 		wg.Wait()

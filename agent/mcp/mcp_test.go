@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -214,8 +215,10 @@ func TestCloseLeavesNothing(t *testing.T) {
 	}
 	out, _ := exec.Command("pgrep", "-f", serverBin).Output()
 	for _, f := range strings.Fields(string(out)) {
-		var p int
-		fmt.Sscan(f, &p)
+		p, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
 		pids = append(pids, p)
 	}
 	if len(pids) < 2 {

@@ -38,7 +38,7 @@ func (set *Set) addTools(ctx context.Context, s *server) error {
 	}
 	for t, err := range s.session.Tools(lctx, nil) {
 		if err != nil {
-			return fmt.Errorf("%s: listing its tools failed: %v%s", s.describe(), err, s.stderrNote())
+			return fmt.Errorf("%s: listing its tools failed: %w%s", s.describe(), err, s.stderrNote())
 		}
 		name := ToolName(s.cfg.Name, t.Name)
 		switch {
@@ -53,7 +53,7 @@ func (set *Set) addTools(ctx context.Context, s *server) error {
 		if t.InputSchema != nil {
 			b, err := json.Marshal(t.InputSchema)
 			if err != nil {
-				return fmt.Errorf("MCP server %q: tool %q has an input schema that is not JSON: %v", s.cfg.Name, t.Name, err)
+				return fmt.Errorf("MCP server %q: tool %q has an input schema that is not JSON: %w", s.cfg.Name, t.Name, err)
 			}
 			schema = b
 		}

@@ -239,7 +239,7 @@ headers = { Authorization = "Bearer ${MCP_TEST_HDR_TOKEN}" }
 			if err != nil || !strings.Contains(string(transcript), "echo: hello from the model") {
 				t.Errorf("transcript.jsonl lacks the MCP result: %v", err)
 			}
-			assertNoSecrets(t, dir, out.String(), string(judgeBody), strings.Join(agentBodies, "\n"))
+			assertNoSecrets(t, dir, out.String(), judgeBody, strings.Join(agentBodies, "\n"))
 		})
 	}
 }
