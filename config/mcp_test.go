@@ -39,6 +39,7 @@ func TestMCPServerTablesFromTheProjectAreLimited(t *testing.T) {
 		{"args", "[mcp.servers.x]\nurl = \"https://h/\"\nargs = [\"a\"]\n", "", "mcp.servers.x.args: a project config file cannot"},
 		{"headers", "[mcp.servers.x]\nurl = \"https://h/\"\nheaders = { A = \"b\" }\n", "", "mcp.servers.x.headers: a project config file cannot"},
 		{"host", "[mcp.servers.x]\nurl = \"https://h/\"\nhost = true\n", "", "mcp.servers.x.host: a project config file cannot"},
+		{"allow_private", "[mcp.servers.x]\nurl = \"https://h/\"\nallow_private = true\n", "", "mcp.servers.x.allow_private: a project config file cannot"},
 		{"redefine", "[mcp.servers.x]\nurl = \"https://evil/\"\n", "[mcp.servers.x]\nurl = \"https://good/\"\nheaders = { A = \"secret\" }\n",
 			`MCP server "x" is already defined in ~/.talkops/config.toml:1; a project file cannot redefine it`},
 	} {

@@ -451,11 +451,11 @@ func newTable(f *fileSource, tbl map[string]any, p []string, name string) *Provi
 }
 
 // mcpTrustedKeys are the [mcp.servers.NAME] keys only a trusted file (the user's
-// ~/.talkops/config.toml) may set: they run a command, on the sandbox or the host, or send
-// credentials. A project file comes with the code under review, so it may only name a
+// ~/.talkops/config.toml) may set: they run a command, on the sandbox or the host, send
+// credentials, or open the private network. A project file comes with the code under review, so it may only name a
 // plain URL, and talkops never exempts such a server from the private-address refusal.
 // Trust class: trusted-only (like every key that runs host commands or carries secrets).
-var mcpTrustedKeys = []string{"command", "args", "env", "headers", "host"}
+var mcpTrustedKeys = []string{"command", "args", "env", "headers", "host", "allow_private"}
 
 // readMCPServers reads the [mcp.servers.NAME] tables. The agent's MCP package decodes
 // their keys; this only enforces where they may come from.
@@ -472,7 +472,8 @@ func (l *loader) readMCPServers(f *fileSource, fv *fileValues, m map[string]any,
 				if slices.Contains(mcpTrustedKeys, k) {
 					kp := append(slices.Clone(p), k)
 					return f.errAt(f.ix.key(kp), dotted+"."+k, fmt.Sprintf(
-						"%s.%s: a project config file cannot add an MCP server that runs a command or receives headers or environment "+
+						"%s.%s: a project config file cannot add an MCP server that runs a command, receives headers or environment, "+
+							"or reaches private addresses "+
 							"(the file comes with the code under review); configure server %q in ~/.talkops/config.toml or pass --mcp-config",
 						dotted, k, name), nil)
 				}

@@ -41,6 +41,9 @@ type Server struct {
 	Headers map[string]string
 	// Host runs a stdio server on the host rather than in the sandbox.
 	Host bool
+	// AllowPrivate lets a URL server reach a private or special-purpose address (an
+	// internal host name); only a trusted configuration may set it.
+	AllowPrivate bool
 	// Trusted is false for a server from the project's config file: it never reaches a
 	// private address, even one its URL names.
 	Trusted bool
@@ -65,6 +68,8 @@ type serverEntry struct {
 	URL     string            `json:"url" toml:"url"`
 	Headers map[string]string `json:"headers" toml:"headers"`
 	Host    bool              `json:"host" toml:"host"`
+	// AllowPrivate is allow_private in both formats.
+	AllowPrivate bool `json:"allow_private" toml:"allow_private"`
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)
@@ -98,7 +103,7 @@ func parseJSON(data []byte, file string, getenv func(string) string) (Config, er
 		d := json.NewDecoder(bytes.NewReader(doc.Servers[name]))
 		d.DisallowUnknownFields()
 		if err := d.Decode(&e); err != nil {
-			return Config{}, fmt.Errorf("%w: %s: mcpServers.%s: %w (valid keys: type, command, args, env, url, headers, host)", ErrConfig, file, name, err)
+			return Config{}, fmt.Errorf("%w: %s: mcpServers.%s: %w (valid keys: type, command, args, env, host, url, headers, allow_private)", ErrConfig, file, name, err)
 		}
 		if err := cfg.add(name, e, file+": mcpServers."+name, true, getenv); err != nil {
 			return Config{}, err
@@ -148,7 +153,7 @@ func (c *Config) add(name string, e serverEntry, src string, trusted bool, geten
 	if !validName.MatchString(name) {
 		return bad("server name %q: use letters, digits, - and single _ (the tools are named mcp__NAME__TOOL)", name)
 	}
-	s := Server{Name: name, Command: e.Command, Args: e.Args, URL: e.URL, Host: e.Host, Trusted: trusted, Source: src}
+	s := Server{Name: name, Command: e.Command, Args: e.Args, URL: e.URL, Host: e.Host, AllowPrivate: e.AllowPrivate, Trusted: trusted, Source: src}
 	switch e.Type {
 	case "", "stdio", "http", "streamable-http", "streamableHttp":
 	case "sse":
@@ -163,8 +168,10 @@ func (c *Config) add(name string, e serverEntry, src string, trusted bool, geten
 		return bad("type %q with a command: a command is a stdio server", e.Type)
 	case e.URL != "" && (e.Type == "stdio" || len(e.Args) > 0 || len(e.Env) > 0 || e.Host):
 		return bad("args, env, host and type stdio are for command servers, not url servers")
-	case e.Command != "" && len(e.Headers) > 0:
-		return bad("headers are for url servers, not command servers")
+	case e.Command != "" && (len(e.Headers) > 0 || e.AllowPrivate):
+		return bad("headers and allow_private are for url servers, not command servers")
+	case e.AllowPrivate && !trusted:
+		return bad("allow_private: a project config file cannot let a server reach private addresses")
 	}
 	if e.URL != "" {
 		u, err := url.Parse(e.URL)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +85,29 @@ func TestMerge(t *testing.T) {
 	a := Config{Servers: []Server{{Name: "x", Source: "a"}}}
 	if err := a.Merge(Config{Servers: []Server{{Name: "x", Source: "b"}}}); err == nil || !strings.Contains(err.Error(), "defined in a and in b") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestExplicitAddrs(t *testing.T) {
+	t.Parallel()
+	private, loop, public := netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("93.184.215.14")
+	for _, tc := range []struct {
+		srv  Server
+		addr netip.Addr
+		want bool
+	}{
+		{Server{URL: "http://10.0.0.5/mcp", Trusted: true}, private, true},
+		{Server{URL: "http://10.0.0.5/mcp", Trusted: true}, netip.MustParseAddr("10.0.0.6"), false},
+		{Server{URL: "http://10.0.0.5/mcp"}, private, false},
+		{Server{URL: "http://localhost:8080/mcp", Trusted: true}, loop, true},
+		{Server{URL: "http://localhost:8080/mcp", Trusted: true}, private, false},
+		{Server{URL: "https://mcp.internal.example/", Trusted: true}, private, false},
+		{Server{URL: "https://mcp.internal.example/", Trusted: true, AllowPrivate: true}, private, true},
+		{Server{URL: "https://mcp.internal.example/", AllowPrivate: true}, private, false},
+		{Server{URL: "https://mcp.example.com/", Trusted: true}, public, false}, // public needs no exemption
+	} {
+		if got := explicitAddrs(tc.srv)(tc.addr); got != tc.want {
+			t.Errorf("%+v may reach %s = %v, want %v", tc.srv, tc.addr, got, tc.want)
+		}
 	}
 }

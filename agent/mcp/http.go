@@ -29,12 +29,16 @@ func httpClient(cfg Server) *http.Client {
 	}
 }
 
-// explicitAddrs is the address a trusted URL names literally (an IP, or localhost for
-// loopback): the one non-public address such a server may reach. A project file's
-// server gets none.
+// explicitAddrs says which non-public addresses a server may reach: those a trusted
+// configuration names, by writing the address itself in the URL (an IP, or localhost for
+// loopback) or by allow_private = true for an internal host name. A project file's server
+// gets none.
 func explicitAddrs(cfg Server) func(netip.Addr) bool {
 	if !cfg.Trusted {
 		return func(netip.Addr) bool { return false }
+	}
+	if cfg.AllowPrivate {
+		return func(netip.Addr) bool { return true }
 	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
@@ -62,7 +66,7 @@ func guardedTransport(allowed func(netip.Addr) bool) *http.Transport {
 				return fmt.Errorf("%w: %s", tools.ErrBlockedAddress, address)
 			}
 			if tools.BlockedAddress(ap.Addr()) && !allowed(ap.Addr()) {
-				return fmt.Errorf("%w: %s (a private or special-purpose address is reached only when the user's own configuration names it in the url)",
+				return fmt.Errorf("%w: %s (a private or special-purpose address is reached only when the user's own configuration writes it in the url, or sets allow_private = true)",
 					tools.ErrBlockedAddress, ap.Addr())
 			}
 			return nil
