@@ -150,6 +150,7 @@ func TestMCPToolsEndToEnd(t *testing.T) {
 				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__tools__hang", `{}`)}},
 				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__tools__crash", `{}`)}},
 				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__tools__echo", `{"text":"again"}`)}},
+				{ToolCalls: []modeltest.ToolCall{toolCall("mcp__web__big", `{"bytes":50000}`)}},
 				{Text: "All MCP calls made."},
 			})
 			srv := modeltest.NewServerFunc(respond)
@@ -196,8 +197,8 @@ headers = { Authorization = "Bearer ${MCP_TEST_HDR_TOKEN}" }
 					agentBodies = append(agentBodies, string(c.Body))
 				}
 			}
-			if len(agentBodies) < 6 {
-				t.Fatalf("the model was called %d times, want 6", len(agentBodies))
+			if len(agentBodies) < 7 {
+				t.Fatalf("the model was called %d times, want 7", len(agentBodies))
 			}
 			first := agentBodies[0]
 			for _, tool := range []string{"mcp__tools__echo", "mcp__tools__hang", "mcp__web__whoami"} {
@@ -224,16 +225,19 @@ headers = { Authorization = "Bearer ${MCP_TEST_HDR_TOKEN}" }
 			if b := agentBodies[5]; !strings.Contains(b, `MCP server \"tools\"`) {
 				t.Errorf("a call to the dead server does not name it:\n%s", b)
 			}
+			if b := agentBodies[6]; !strings.Contains(b, "of 50000 bytes omitted here") || !strings.Contains(b, "tool-outputs/6.txt") {
+				t.Errorf("a long MCP result must reach the model cut, with the whole of it saved:\n%.2000s", b)
+			}
 			if !strings.Contains(judgeBody, "mcp__tools__echo") || !strings.Contains(judgeBody, "echo: hello from the model") {
 				t.Errorf("the judge's evidence lacks the MCP call and its result:\n%s", judgeBody)
 			}
 
 			r := readResult(t, dir)
-			for _, st := range r.Stages {
-				t.Logf("stage %s: %s in %d ms", st.Name, st.Status, st.DurationMS)
+			if r.Agent == nil || r.Agent.ToolCalls != 6 {
+				t.Errorf("result.json agent = %+v, want 6 tool calls", r.Agent)
 			}
-			if r.Agent == nil || r.Agent.ToolCalls != 5 {
-				t.Errorf("result.json agent = %+v, want 5 tool calls", r.Agent)
+			if saved, err := os.ReadFile(filepath.Join(r.Run.ReportDir, "tool-outputs", "6.txt")); err != nil || len(saved) != 50000 {
+				t.Errorf("tool-outputs/6.txt: %d bytes, %v; want the whole 50000", len(saved), err)
 			}
 			transcript, err := os.ReadFile(filepath.Join(r.Run.ReportDir, "transcript.jsonl"))
 			if err != nil || !strings.Contains(string(transcript), "echo: hello from the model") {
@@ -272,12 +276,15 @@ func TestMCPApproval(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
+		provider string // "" is local
 		args     []string
 		config   string
 		wantCode int
 		ran      bool // the echo result reached the model
 	}{
 		{name: "default denies", wantCode: 124},
+		{name: "default denies on bwrap", provider: "bwrap", wantCode: 124},
+		{name: "default denies on docker", provider: "docker", wantCode: 124},
 		{name: "smart without a pattern denies", args: []string{"--smart"}, wantCode: 0},
 		{name: "smart with a pattern allows", args: []string{"--smart"}, config: "[approval]\nallow = [\"mcp__tools__*\"]\n", wantCode: 0, ran: true},
 		{name: "yes allows", args: []string{"-y"}, wantCode: 0, ran: true},
@@ -295,10 +302,11 @@ func TestMCPApproval(t *testing.T) {
 			dir := project(t, map[string]string{"marker.txt": "m\n"})
 			buildMCPServer(t, dir)
 			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey, "MCP_TEST_ENV_TOKEN": mcpEnvToken})
-			writeUserConfig(t, env, tc.config)
+			sandboxArgs := mcpSandboxArgs(t, cmpOr(tc.provider, "local"), env)
+			writeUserConfig(t, env, tc.config+"[sandboxes.sync]\nmax_file_size = \"64MiB\"\n")
 			tag := randomTag(t)
 			args := append([]string{"-p", "echo", "--model", "anthropic:claude-test", "--base-url", srv.URL,
-				"--mcp-config", mcpConfigFile(t, tag, nil), "--sandbox", "local"}, tc.args...)
+				"--mcp-config", mcpConfigFile(t, tag, nil)}, append(sandboxArgs, tc.args...)...)
 			cmd, out := startTalkops(t, dir, env, args...)
 			if code := waitExit(t, cmd, time.Minute); code != tc.wantCode {
 				t.Fatalf("exit %d, want %d\n%s", code, tc.wantCode, out)
@@ -475,7 +483,7 @@ func TestMCPProjectURLServerIsGuarded(t *testing.T) {
 // are stopped before the sandbox is torn down and nothing of them is left.
 func TestMCPInterrupted(t *testing.T) {
 	t.Parallel()
-	for _, provider := range []string{"local", "bwrap"} {
+	for _, provider := range []string{"local", "bwrap", "docker"} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
 			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
