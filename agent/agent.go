@@ -126,6 +126,9 @@ type Options struct {
 	Shell       string
 	ExecEnv     map[string]string
 	FetchClient *http.Client
+	// ExtraTools are offered after the built-in tools: the tools of the run's MCP servers,
+	// under the same approval, output and evidence rules.
+	ExtraTools []tools.Tool
 }
 
 // CommandRecord is one execute call, for the judge's evidence.
@@ -251,10 +254,14 @@ func New(opts Options) (*Agent, error) {
 		ExecEnv:     opts.ExecEnv,
 		MaxOutput:   opts.MaxToolOutput,
 	}
-	a.tools = tools.All(a.env)
+	a.tools = append(tools.All(a.env), opts.ExtraTools...)
 	a.byName = map[string]tools.Tool{}
 	for _, t := range a.tools {
-		a.byName[t.Def().Name] = t
+		name := t.Def().Name
+		if _, dup := a.byName[name]; dup {
+			return nil, fmt.Errorf("%w: two tools are named %s", ErrConfig, name)
+		}
+		a.byName[name] = t
 	}
 	a.system = systemPrompt(opts.Sandbox.WorkDir(), opts)
 	return a, nil

@@ -49,9 +49,12 @@ func (m Mode) String() string {
 type Approval struct {
 	Mode Mode
 	// Allow lists the commands --smart may run. Empty means every command that is not
-	// denied; non-empty means only commands whose every part matches a pattern.
+	// denied; non-empty means only commands whose every part matches a pattern. It also
+	// names, by tool name, the MCP tools --smart may call (mcp__terraform__*); an MCP tool
+	// no pattern names is denied.
 	Allow []string
-	// Deny lists commands that are never run, in every mode (-y included).
+	// Deny lists commands, and MCP tool names, that are never run, in every mode (-y
+	// included).
 	Deny []string
 }
 
@@ -152,6 +155,9 @@ func (c *compiled) decide(name string, kind tools.Kind, input json.RawMessage) D
 		}
 		return deny("%s runs shell commands, which need approval: %s", name, approveHint)
 	}
+	if kind == tools.External {
+		return c.decideExternal(name)
+	}
 	if c.Mode == ModeYes {
 		return allow()
 	}
@@ -168,6 +174,37 @@ func (c *compiled) decide(name string, kind tools.Kind, input json.RawMessage) D
 		return deny("%s changes files or reaches the network, which needs approval: %s", name, approveHint)
 	}
 	return deny("%s: unknown tool kind %v", name, kind)
+}
+
+// decideExternal applies the policy to an MCP tool, by its name (mcp__SERVER__TOOL): the
+// deny patterns in every mode, -y allows the rest, --smart only what an allow pattern
+// names (mcp__terraform__*), and the default mode nothing.
+func (c *compiled) decideExternal(name string) Decision {
+	for i, re := range c.deny {
+		if re.MatchString(name) {
+			return deny("%s matches the deny pattern %q", name, c.Deny[i])
+		}
+	}
+	switch c.Mode {
+	case ModeYes:
+		return allow()
+	case ModeSmart:
+		for _, re := range c.allow {
+			if re.MatchString(name) {
+				return allow()
+			}
+		}
+		return deny("%s is an MCP tool that no [approval] allow pattern names (for example %q)", name, mcpPattern(name))
+	}
+	return deny("%s is an MCP tool, which needs approval: %s", name, approveHint)
+}
+
+// mcpPattern suggests the allow pattern for every tool of name's server.
+func mcpPattern(name string) string {
+	if i := strings.LastIndex(name, "__"); i > 0 {
+		return name[:i+2] + "*"
+	}
+	return name
 }
 
 // secretPathArg returns the path argument of a tool that reads file content (read_file,

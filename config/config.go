@@ -69,8 +69,20 @@ type Config struct {
 	// Providers holds each [sandboxes.providers.NAME] table, merged key by key across the
 	// user and project files (a key in the project file replaces the user's).
 	Providers map[string]ProviderTable
+	// MCPServers holds each [mcp.servers.NAME] table; the agent's MCP package decodes it.
+	// A project file may only add URL servers without headers (see mcpTrustedKeys) and
+	// may not redefine a server of the user file.
+	MCPServers map[string]MCPServerTable
 
 	settings map[string]setting
+}
+
+// MCPServerTable is one [mcp.servers.NAME] table. Decode it with Decode, like a provider
+// table; Errorf and Source point at its file:line.
+type MCPServerTable struct {
+	ProviderTable
+	// Trusted is false for a server from the project file.
+	Trusted bool
 }
 
 // Sandbox holds the [sandboxes] settings.
@@ -207,7 +219,7 @@ func Load(opts Options) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{ProjectDir: projectDir, ProjectFile: projectFile, Providers: map[string]ProviderTable{}, settings: map[string]setting{}}
+	c := &Config{ProjectDir: projectDir, ProjectFile: projectFile, Providers: map[string]ProviderTable{}, MCPServers: map[string]MCPServerTable{}, settings: map[string]setting{}}
 
 	var files []*fileValues // lowest precedence first
 	if l.home != "" {
@@ -250,6 +262,17 @@ func Load(opts Options) (*Config, error) {
 			} else {
 				c.Providers[name] = *pt
 			}
+		}
+	}
+	for _, fv := range files {
+		for name, t := range fv.mcp {
+			if prev, ok := c.MCPServers[name]; ok {
+				// Merging would let a project file point a user's server, headers and all,
+				// at another URL.
+				return nil, t.errAt(nil, true, fmt.Sprintf("%s.%s: MCP server %q is already defined in %s; a project file cannot redefine it",
+					mcpServersTable, name, name, prev.Source("")))
+			}
+			c.MCPServers[name] = MCPServerTable{ProviderTable: *t, Trusted: t.header.file.layer != layerProject}
 		}
 	}
 	for name, pt := range c.Providers {

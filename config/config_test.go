@@ -308,7 +308,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "unknown section",
 			project: "[sandboxes]\ndefault = \"docker\"\n\n[modle]\nname = \"x\"\n",
-			want:    `.talkops/config.toml:4:2: unknown section "modle" (valid sections: sandboxes, run, model, agent, approval, rubric)`,
+			want:    `.talkops/config.toml:4:2: unknown section "modle" (valid sections: sandboxes, run, model, agent, approval, rubric, mcp)`,
 			line:    4,
 		},
 		{

@@ -244,7 +244,7 @@ var keys = []Key{
 		Name:    "agent.tool_timeout",
 		Type:    TypeDuration,
 		Default: "10m",
-		Help:    "time limit of one shell command the agent runs",
+		Help:    "time limit of one shell command or MCP tool call the agent runs",
 		field:   func(c *Config) any { return &c.Agent.ToolTimeout },
 	},
 	{

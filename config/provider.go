@@ -37,6 +37,15 @@ type ProviderTable struct {
 
 	header filePos
 	pos    map[string]filePos // by key path relative to the table (pathSep-joined)
+	table  string             // the dotted parent table; "" is providersTable
+}
+
+// tableName is the dotted name of the table holding t: sandboxes.providers or mcp.servers.
+func (t ProviderTable) tableName() string {
+	if t.table == "" {
+		return providersTable
+	}
+	return t.table
 }
 
 // merge lays src (a higher-precedence file's table) over t, key by key: a key src sets
@@ -97,7 +106,7 @@ func splitKey(key string) []string {
 // sandboxes.providers.docker.mounts[0].source.
 func (t ProviderTable) fullKey(path []string) string {
 	var b strings.Builder
-	b.WriteString(providersTable + "." + t.Name)
+	b.WriteString(t.tableName() + "." + t.Name)
 	for _, p := range path {
 		if i, ok := strings.CutPrefix(p, "#"); ok {
 			b.WriteString("[" + i + "]")
@@ -120,7 +129,7 @@ func (t ProviderTable) errAt(path []string, atKey bool, msg string) *Error {
 	}
 	if fp.file == nil {
 		// A table built in a test, or by hand, has no file to point at.
-		return &Error{Source: "[" + providersTable + "." + t.Name + "]", Key: t.fullKey(path), Msg: msg}
+		return &Error{Source: "[" + t.tableName() + "." + t.Name + "]", Key: t.fullKey(path), Msg: msg}
 	}
 	return fp.file.errAt(p, t.fullKey(path), msg, nil)
 }

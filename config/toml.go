@@ -225,6 +225,7 @@ type schema struct {
 	key       *Key // leaf
 	children  []*schema
 	providers bool // the [sandboxes.providers.NAME] tables
+	mcp       bool // the [mcp.servers.NAME] tables
 }
 
 func (s *schema) child(name string) *schema {
@@ -261,6 +262,9 @@ func (s *schema) add(parts []string, leaf *Key) *schema {
 // providersTable is the dotted name of the per-provider tables.
 const providersTable = "sandboxes.providers"
 
+// mcpServersTable is the dotted name of the MCP server tables.
+const mcpServersTable = "mcp.servers"
+
 var root = buildSchema()
 
 func buildSchema() *schema {
@@ -277,6 +281,7 @@ func buildSchema() *schema {
 		}
 	}
 	s.add(strings.Split(providersTable, "."), nil).providers = true
+	s.add(strings.Split(mcpServersTable, "."), nil).mcp = true
 	return s
 }
 
@@ -317,11 +322,12 @@ type fileValues struct {
 	settings  map[string]setting // by canonical key name
 	spelled   map[string]string  // canonical key name → spelling used in the file
 	providers map[string]*ProviderTable
+	mcp       map[string]*ProviderTable
 }
 
 // readDoc validates a decoded document against the schema and collects its settings.
 func (l *loader) readDoc(f *fileSource, doc map[string]any) (*fileValues, error) {
-	fv := &fileValues{settings: map[string]setting{}, spelled: map[string]string{}, providers: map[string]*ProviderTable{}}
+	fv := &fileValues{settings: map[string]setting{}, spelled: map[string]string{}, providers: map[string]*ProviderTable{}, mcp: map[string]*ProviderTable{}}
 	if err := l.walk(f, fv, root, doc, nil); err != nil {
 		return nil, err
 	}
@@ -354,6 +360,12 @@ func (l *loader) walk(f *fileSource, fv *fileValues, s *schema, m map[string]any
 			}
 			if c.providers {
 				if err := l.readProviders(f, fv, sub, p); err != nil {
+					return err
+				}
+				continue
+			}
+			if c.mcp {
+				if err := l.readMCPServers(f, fv, sub, p); err != nil {
 					return err
 				}
 				continue
@@ -406,18 +418,7 @@ func (l *loader) readProviders(f *fileSource, fv *fileValues, m map[string]any, 
 		if !ok {
 			return f.errAt(f.ix.val(p), dotted, fmt.Sprintf("%s: want a table [%s], got %s", dotted, dotted, typeName(m[name])), nil)
 		}
-		pt := &ProviderTable{Name: name, Values: map[string]any{}, pos: map[string]filePos{}}
-		pt.header = filePos{file: f, pos: f.ix.key(p)}
-		prefix := joinPath(p) + pathSep
-		for k, kp := range f.ix.keys {
-			if strings.HasPrefix(k, prefix) {
-				rel := strings.TrimPrefix(k, prefix)
-				pt.pos[rel] = filePos{file: f, pos: kp, val: f.ix.vals[k]}
-			}
-		}
-		for k, v := range tbl {
-			pt.Values[k] = v
-		}
+		pt := newTable(f, tbl, p, name)
 		if wd, ok := tbl[workingDirKey]; ok {
 			s, isString := wd.(string)
 			wp := append(slices.Clone(p), workingDirKey)
@@ -427,6 +428,60 @@ func (l *loader) readProviders(f *fileSource, fv *fileValues, m map[string]any, 
 			}
 		}
 		fv.providers[name] = pt
+	}
+	return nil
+}
+
+// newTable builds the table at path p (its name is the last part) with the positions of
+// its keys.
+func newTable(f *fileSource, tbl map[string]any, p []string, name string) *ProviderTable {
+	pt := &ProviderTable{Name: name, Values: map[string]any{}, pos: map[string]filePos{}}
+	pt.header = filePos{file: f, pos: f.ix.key(p)}
+	prefix := joinPath(p) + pathSep
+	for k, kp := range f.ix.keys {
+		if strings.HasPrefix(k, prefix) {
+			rel := strings.TrimPrefix(k, prefix)
+			pt.pos[rel] = filePos{file: f, pos: kp, val: f.ix.vals[k]}
+		}
+	}
+	for k, v := range tbl {
+		pt.Values[k] = v
+	}
+	return pt
+}
+
+// mcpTrustedKeys are the [mcp.servers.NAME] keys only a trusted file (the user's
+// ~/.talkops/config.toml) may set: they run a command, on the sandbox or the host, send
+// credentials, or open the private network. A project file comes with the code under review, so it may only name a
+// plain URL, and talkops never exempts such a server from the private-address refusal.
+// Trust class: trusted-only (like every key that runs host commands or carries secrets).
+var mcpTrustedKeys = []string{"command", "args", "env", "headers", "host", "allow_private"}
+
+// readMCPServers reads the [mcp.servers.NAME] tables. The agent's MCP package decodes
+// their keys; this only enforces where they may come from.
+func (l *loader) readMCPServers(f *fileSource, fv *fileValues, m map[string]any, path []string) error {
+	for _, name := range sortedKeys(m, f.ix, path) {
+		p := append(slices.Clone(path), name)
+		dotted := strings.Join(p, ".")
+		tbl, ok := m[name].(map[string]any)
+		if !ok {
+			return f.errAt(f.ix.val(p), dotted, fmt.Sprintf("%s: want a table [%s], got %s", dotted, dotted, typeName(m[name])), nil)
+		}
+		if f.layer == layerProject {
+			for _, k := range sortedKeys(tbl, f.ix, p) {
+				if slices.Contains(mcpTrustedKeys, k) {
+					kp := append(slices.Clone(p), k)
+					return f.errAt(f.ix.key(kp), dotted+"."+k, fmt.Sprintf(
+						"%s.%s: a project config file cannot add an MCP server that runs a command, receives headers or environment, "+
+							"or reaches private addresses "+
+							"(the file comes with the code under review); configure server %q in ~/.talkops/config.toml or pass --mcp-config",
+						dotted, k, name), nil)
+				}
+			}
+		}
+		pt := newTable(f, tbl, p, name)
+		pt.table = mcpServersTable
+		fv.mcp[name] = pt
 	}
 	return nil
 }

@@ -49,6 +49,13 @@ type Agent interface {
 	Revise(ctx context.Context, message string) (AgentOutcome, error)
 }
 
+// AgentCloser is implemented by agents that keep processes running beside the sandbox
+// (MCP servers). The runner calls Close at teardown, before the sandbox is closed, on
+// every path out of the stages.
+type AgentCloser interface {
+	Close(ctx context.Context)
+}
+
 // AgentOutcome is what the runner keeps of an agent run. Record and Findings are
 // cumulative over Run and every Revise.
 type AgentOutcome struct {
@@ -134,8 +141,8 @@ type Options struct {
 	Sync         Syncer // nil: no sync
 	SetupScript  *SetupScript
 	Prompt       string
-	NewAgent     func(sb providers.Sandbox) (Agent, error) // nil: no agent (checks-only run)
-	Rubric       Rubric                                    // nil: no rubric
+	NewAgent     func(ctx context.Context, sb providers.Sandbox) (Agent, error) // nil: no agent (checks-only run)
+	Rubric       Rubric                                                         // nil: no rubric
 	// MaxIterations bounds the revision loop (1 = no revision).
 	MaxIterations int
 	Publishers    []Publisher
@@ -204,7 +211,8 @@ type run struct {
 	sb       providers.Sandbox
 	created  bool
 	tornDown bool
-	prepared Preparer // released at teardown
+	prepared Preparer    // released at teardown
+	agent    AgentCloser // closed at teardown, before the sandbox
 
 	agentFindings []result.Finding // the agent's findings (cumulative over its passes)
 	unfinished    string
@@ -290,11 +298,16 @@ func (r *run) stages(ctx context.Context) {
 	}
 	if r.opts.NewAgent != nil {
 		ok := r.stage(ctx, StageAgent, func(ctx context.Context) error {
-			a, err := r.opts.NewAgent(r.sb)
+			a, err := r.opts.NewAgent(ctx, r.sb)
 			if err != nil {
 				return err
 			}
 			agent = a
+			if c, ok := a.(AgentCloser); ok {
+				r.mu.Lock()
+				r.agent = c
+				r.mu.Unlock()
+			}
 			out, err := a.Run(ctx, r.opts.Prompt)
 			r.recordAgent(out)
 			outcome = &out
@@ -531,6 +544,12 @@ func (r *run) teardown(parent context.Context) {
 			case <-ctx.Done():
 			}
 		}()
+	}
+	r.mu.Lock()
+	agentCloser := r.agent
+	r.mu.Unlock()
+	if agentCloser != nil {
+		agentCloser.Close(ctx)
 	}
 	if r.prepared != nil {
 		r.prepared.Release(ctx, sb)

@@ -2,12 +2,14 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/fake"
 	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/runner"
@@ -78,5 +80,52 @@ func TestSignalDuringPublish(t *testing.T) {
 	}
 	if _, err := result.Read(filepath.Join(opts.ReportDir, "result.json")); err != nil {
 		t.Errorf("result.json after a signal while publishing: %v", err)
+	}
+}
+
+// closingAgent records when Close ran, and whether the sandbox was still open then.
+type closingAgent struct {
+	sb        providers.Sandbox
+	failRun   bool
+	closed    int
+	sandboxOK bool
+}
+
+func (a *closingAgent) Run(ctx context.Context, _ string) (runner.AgentOutcome, error) {
+	if a.failRun {
+		return runner.AgentOutcome{}, errors.New("the model API is down")
+	}
+	return runner.AgentOutcome{Final: "done"}, nil
+}
+
+func (a *closingAgent) Revise(context.Context, string) (runner.AgentOutcome, error) {
+	return runner.AgentOutcome{}, nil
+}
+
+func (a *closingAgent) Close(ctx context.Context) {
+	a.closed++
+	_, err := a.sb.Exec(ctx, providers.Cmd{Argv: []string{"true"}})
+	a.sandboxOK = err == nil
+}
+
+// An agent that keeps processes beside the sandbox (MCP servers) is closed once, before
+// the sandbox is torn down, whether the agent stage succeeded or failed.
+func TestAgentClosedBeforeTeardown(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{false, true} {
+		opts := baseOptions(t)
+		opts.Prompt = "go"
+		a := &closingAgent{failRun: fail}
+		opts.NewAgent = func(_ context.Context, sb providers.Sandbox) (runner.Agent, error) {
+			a.sb = sb
+			return a, nil
+		}
+		res := runner.Run(t.Context(), opts)
+		if a.closed != 1 || !a.sandboxOK {
+			t.Errorf("agent failing %v: closed %d times, sandbox usable then %v; want once, usable", fail, a.closed, a.sandboxOK)
+		}
+		if res.Teardown == nil || res.Teardown.Status != "deleted" {
+			t.Errorf("agent failing %v: teardown %+v", fail, res.Teardown)
+		}
 	}
 }

@@ -56,6 +56,10 @@ func blockedIP(ip netip.Addr) bool {
 		ip.IsUnspecified() || cgnat.Contains(ip)
 }
 
+// BlockedAddress reports whether connecting to ip could reach something internal: the
+// rule web_fetch applies, for other host-side clients (MCP over HTTP) to share.
+func BlockedAddress(ip netip.Addr) bool { return blockedIP(ip) }
+
 // NewFetchClient returns web_fetch's default client: no proxy, a 30 s timeout, at most 5
 // redirects and only to http or https, and a dialer that refuses non-public addresses at
 // connect time (so DNS tricks cannot reach the metadata service or the runner's loopback).

@@ -40,6 +40,9 @@ const (
 	Shell
 	// Network tools reach the internet from the host (web_fetch).
 	Network
+	// External tools belong to an MCP server (mcp__SERVER__TOOL): what a call does is
+	// the server's business, so only -y or a --smart allow pattern naming it runs one.
+	External
 )
 
 func (k Kind) String() string {
@@ -52,6 +55,8 @@ func (k Kind) String() string {
 		return "shell"
 	case Network:
 		return "network"
+	case External:
+		return "external"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/agent"
+	"github.com/talkops/talkops/agent/mcp"
 	"github.com/talkops/talkops/agent/model"
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/events"
@@ -47,6 +48,13 @@ type session struct {
 	opts   agent.Options
 	prompt string
 
+	// mcp are the MCP servers to start once the sandbox is ready; mcpOpts their options
+	// (the sandbox comes later).
+	mcp     mcp.Config
+	mcpOpts mcp.Options
+	servers *mcp.Set
+	redact  func(string) string
+
 	mu     sync.Mutex
 	agent  *agent.Agent
 	last   *agent.Outcome
@@ -57,16 +65,32 @@ type session struct {
 var _ runner.Agent = (*session)(nil)
 
 // newAgent is the runner's agent factory: the sandbox exists only once provisioned.
-func (s *session) newAgent(sb providers.Sandbox) (runner.Agent, error) {
+// The MCP servers start here: after the sandbox and the setup script, before the first
+// turn; a server that does not start fails the run with its name and stderr.
+func (s *session) newAgent(ctx context.Context, sb providers.Sandbox) (runner.Agent, error) {
 	opts := s.opts
 	opts.Sandbox = sb
+	if len(s.mcp.Servers) > 0 {
+		mo := s.mcpOpts
+		mo.Sandbox = sb
+		set, err := mcp.Start(ctx, s.mcp.Servers, mo)
+		if err != nil {
+			return nil, errors.New(s.redact(err.Error()))
+		}
+		s.servers = set
+		opts.ExtraTools = set.Tools()
+	}
 	a, err := agent.New(opts)
 	if err != nil {
+		s.servers.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	s.agent = a
 	return s, nil
 }
+
+// Close stops the MCP servers (runner.AgentCloser): the runner calls it before teardown.
+func (s *session) Close(ctx context.Context) { s.servers.Close(ctx) }
 
 func (s *session) Run(ctx context.Context, prompt string) (runner.AgentOutcome, error) {
 	out, err := s.agent.Run(ctx, prompt)

@@ -47,6 +47,7 @@ type runCmd struct {
 	SandboxSnapshotName string   `name:"sandbox-snapshot-name" placeholder:"NAME" config:"sandboxes.snapshot_name" help:"Snapshot, blueprint or image a new sandbox starts from. ${cfg_sandboxes_snapshot_name}"`
 	SandboxSetup        string   `name:"sandbox-setup" placeholder:"PATH" config:"sandboxes.setup_script_path" help:"Script run with bash inside the sandbox after the workspace sync; a non-zero exit aborts the run (exit 3). ${cfg_sandboxes_setup_script_path}"`
 	NoSync              bool     `name:"no-sync" config:"sandboxes.sync_workspace" help:"Do not upload the project into the sandbox. (env TALKOPS_SANDBOX_SYNC_WORKSPACE=false, SANDBOX_SYNC_WORKSPACE=false; config [sandboxes] sync_workspace = false)"`
+	MCPConfig           string   `name:"mcp-config" placeholder:"FILE" type:"existingfile" help:"MCP servers for the agent, in the common {\"mcpServers\": {...}} JSON format; their tools are mcp__SERVER__TOOL. Also [mcp.servers.NAME] in ~/.talkops/config.toml."`
 	Rubric              string   `placeholder:"RUBRIC" help:"Acceptance criteria: free text (one criterion per line or bullet), @FILE, or a FILE.toml with [[check]] and [[criterion]] entries."`
 	RubricModel         string   `name:"rubric-model" placeholder:"PROVIDER:NAME" config:"rubric.model" help:"Judge model for criteria; prefer another model family than the agent's. ${cfg_rubric_model}"`
 	RubricMaxIterations string   `name:"rubric-max-iterations" placeholder:"N" config:"rubric.max_iterations" help:"Agent passes the revision loop allows. ${cfg_rubric_max_iterations}"`
@@ -230,6 +231,12 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 		return usagef("nothing to do: give a prompt (-p \"...\") for the agent, a rubric (--rubric) to check, or both")
 	}
 	opts.Prompt = prompt
+	servers, err := c.mcpServers(cfg, a.getenv)
+	if err != nil {
+		return err
+	}
+	// Env and header values of MCP servers are secrets like the API keys.
+	c.report.Secrets = append(c.report.Secrets, servers.Secrets...)
 	redactor := hygiene.NewRedactor(c.report.Secrets...)
 
 	var agentModel model.Model
@@ -258,8 +265,9 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 	if prompt == "" {
 		return nil
 	}
-	s := &session{prompt: prompt}
+	s := &session{prompt: prompt, mcp: servers, redact: redactor.Redact}
 	s.opts = agentOptions(cfg, agentModel, agentSpec, "", c.report.Secrets, redactor, sink)
+	s.mcpOpts = mcpOptions(cfg, redactor.Redact, sink)
 	if err := applyCostDefault(cfg, agentModel, agentSpec, &s.opts, sink); err != nil {
 		return err
 	}

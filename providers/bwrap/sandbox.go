@@ -699,3 +699,11 @@ func (l Limits) String() string {
 	b, _ := json.Marshal(l)
 	return string(b)
 }
+
+var _ providers.StreamExecer = (*Sandbox)(nil)
+
+// ExecStream starts cmd in the sandbox with its stdin and stdout as streams
+// (providers.StreamExecer), confined exactly as Exec confines a command.
+func (s *Sandbox) ExecStream(ctx context.Context, c providers.Cmd) (*providers.Stream, error) {
+	return providers.StreamOverExec(ctx, s.Exec, c)
+}

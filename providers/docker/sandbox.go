@@ -605,3 +605,11 @@ func rewriteOwner(tgz io.Reader, w io.Writer, uid, gid int) error {
 		}
 	}
 }
+
+var _ providers.StreamExecer = (*Sandbox)(nil)
+
+// ExecStream starts cmd in the container with its stdin and stdout as streams
+// (providers.StreamExecer): docker exec attaches both, and Exec copies them as they flow.
+func (s *Sandbox) ExecStream(ctx context.Context, c providers.Cmd) (*providers.Stream, error) {
+	return providers.StreamOverExec(ctx, s.Exec, c)
+}

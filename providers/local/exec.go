@@ -299,3 +299,11 @@ func groupRunning(pgid int) bool {
 	}
 	return false
 }
+
+var _ providers.StreamExecer = (*sandbox)(nil)
+
+// ExecStream starts cmd with its stdin and stdout as streams (providers.StreamExecer),
+// with every rule of Exec: its own process group, recorded, killed with the sandbox.
+func (s *sandbox) ExecStream(ctx context.Context, cmd providers.Cmd) (*providers.Stream, error) {
+	return providers.StreamOverExec(ctx, s.Exec, cmd)
+}
