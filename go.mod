@@ -29,6 +29,7 @@ require (
 	gitlab.com/gitlab-org/api/client-go v1.46.0
 	go.yaml.in/yaml/v4 v4.0.0-rc.3
 	golang.org/x/text v0.42.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -225,19 +224,21 @@ func secretPathArg(name string, input json.RawMessage) string {
 	return ""
 }
 
+// checkPatterns applies the deny patterns (every mode) or, with allowList, the allow
+// patterns to every simple command the line would run.
 func (c *compiled) checkDenyPatterns(command string) Decision {
 	if len(c.deny) == 0 {
 		return allow()
 	}
-	texts := []string{strings.TrimSpace(command)}
-	if cmds, err := parseShell(command); err == nil {
-		for _, sc := range flatten(cmds) {
-			texts = append(texts, commandTexts(sc)...)
+	texts := [][]string{{strings.TrimSpace(command)}}
+	if s, err := readShell(command); err == nil {
+		for _, sc := range s.cmds {
+			texts = append(texts, commandTexts(sc))
 		}
 	}
 	for i, re := range c.deny {
-		for _, t := range texts {
-			if re.MatchString(t) {
+		for _, ts := range texts {
+			if slices.ContainsFunc(ts, re.MatchString) {
 				return deny("the command matches the deny pattern %q", c.Deny[i])
 			}
 		}
@@ -245,24 +246,19 @@ func (c *compiled) checkDenyPatterns(command string) Decision {
 	return allow()
 }
 
-// commandTexts returns the ways a pattern may see a simple command: as written, and from
-// its program on (without sudo, env, assignments and the like).
-func commandTexts(sc shCmd) []string {
-	all := joinWords(sc.words)
-	name, args, _ := program(sc)
-	if name == "" {
-		return []string{all}
+// commandTexts returns the ways a pattern may see a simple command: as written, expanded,
+// and expanded from its program on (without sudo, env, assignments and the like). The
+// last is the one messages show.
+func commandTexts(sc *simpleCmd) []string {
+	all := joinFields(sc.args).text
+	if len(sc.assigns) > 0 {
+		all = strings.TrimSpace(strings.Join(sc.assigns, " ") + " " + all)
 	}
-	from := strings.TrimSpace(name + " " + joinWords(args))
-	return []string{all, from}
-}
-
-func joinWords(ws []shWord) string {
-	parts := make([]string, len(ws))
-	for i, w := range ws {
-		parts[i] = w.text
+	texts := []string{strings.TrimSpace(sc.source), all}
+	if name, args, _ := program(sc.args); name != "" {
+		texts = append(texts, strings.TrimSpace(name+" "+joinFields(args).text))
 	}
-	return strings.Join(parts, " ")
+	return texts
 }
 
 // checkCommand is --smart's verdict on a shell command that no deny pattern matched.
@@ -270,284 +266,28 @@ func (c *compiled) checkCommand(command string) Decision {
 	if strings.TrimSpace(command) == "" {
 		return allow() // the tool reports the missing command
 	}
-	if isForkBomb(command) {
-		return deny("the command looks like a fork bomb")
-	}
-	cmds, err := parseShell(command)
+	s, err := readShell(command)
 	if err != nil {
-		return deny("smart mode could not read the command (%v) and denies what it cannot check; simplify it", errors.Unwrap(err))
+		return deny("smart mode could not read the command (%v) and denies what it cannot check; simplify it", strings.TrimPrefix(err.Error(), errUnreadable.Error()+": "))
 	}
-	all := flatten(cmds)
-	for _, sc := range all {
-		if d := checkSimple(sc); !d.Allow {
-			return d
-		}
-	}
-	if d := checkPipelines(cmds); !d.Allow {
+	if d := checkScript(s); !d.Allow {
 		return d
 	}
-	if len(c.allow) > 0 {
-		for _, sc := range all {
-			texts := commandTexts(sc)
-			if name, _, _ := program(sc); name == "" {
-				continue
-			}
-			if !slices.ContainsFunc(c.allow, func(re *regexp.Regexp) bool {
-				return slices.ContainsFunc(texts, re.MatchString)
-			}) {
-				return deny("%q is not in the approval allow list", texts[len(texts)-1])
-			}
+	if len(c.allow) == 0 {
+		return allow()
+	}
+	for _, sc := range s.cmds {
+		if name, _, _ := program(sc.args); name == "" {
+			continue
+		}
+		texts := commandTexts(sc)
+		if !slices.ContainsFunc(c.allow, func(re *regexp.Regexp) bool {
+			return slices.ContainsFunc(texts, re.MatchString)
+		}) {
+			return deny("%q is not in the approval allow list", texts[len(texts)-1])
 		}
 	}
 	return allow()
-}
-
-var funcDef = regexp.MustCompile(`([A-Za-z_:.][A-Za-z0-9_:.]*)\s*\(\s*\)\s*\{([^}]*)\}`)
-
-// isForkBomb spots a function that pipes into itself in the background: :(){ :|:& };:
-func isForkBomb(command string) bool {
-	for _, m := range funcDef.FindAllStringSubmatch(command, -1) {
-		name, body := m[1], m[2]
-		if strings.Contains(body, name+"|") || strings.Contains(body, name+" |") {
-			if strings.Contains(body, "&") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// interpreters run code given on stdin or with -c.
-var interpreters = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "fish": true, "csh": true, "tcsh": true,
-	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "php": true, "lua": true,
-	"pwsh": true, "deno": true, "bun": true,
-}
-
-func isInterpreter(name string) bool {
-	if interpreters[name] {
-		return true
-	}
-	// python3.12, perl5.36, ...
-	for p := range interpreters {
-		if strings.HasPrefix(name, p) && strings.Trim(name[len(p):], "0123456789.") == "" {
-			return true
-		}
-	}
-	return false
-}
-
-// fetchers download content.
-var fetchers = map[string]bool{"curl": true, "wget": true, "fetch": true, "http": true, "https": true, "aria2c": true, "lwp-request": true, "nc": true, "ncat": true}
-
-var (
-	diskDevice  = regexp.MustCompile(`^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|dm-|md|loop|sr)`)
-	systemRoots = map[string]bool{
-		"/": true, "/*": true, "~": true, "~/": true, "~/*": true, "$HOME": true, "${HOME}": true, "$HOME/": true, "$HOME/*": true,
-		"/etc": true, "/usr": true, "/bin": true, "/sbin": true, "/lib": true, "/lib64": true, "/var": true, "/home": true,
-		"/root": true, "/boot": true, "/opt": true, "/srv": true, "/sys": true, "/proc": true, "/dev": true, "/*/*": true,
-	}
-)
-
-// checkSimple applies the built-in deny list to one simple command.
-func checkSimple(sc shCmd) Decision {
-	for _, w := range append(slices.Clone(sc.words), sc.redirs...) {
-		if strings.Contains(w.text, "/environ") && strings.Contains(w.text, "/proc/") {
-			return deny("reading a process environment (%s) is denied: it holds secrets", w.text)
-		}
-		if secretPath(w.text) {
-			return deny("%s looks like a credentials file; reading or copying credentials is denied", w.text)
-		}
-	}
-	for _, r := range sc.redirs {
-		if diskDevice.MatchString(r.text) {
-			return deny("writing to the disk device %s is denied", r.text)
-		}
-	}
-	name, args, dynamic := program(sc)
-	if dynamic {
-		return deny("the program name comes from a variable (%s); smart mode denies what it cannot check", sc.words[0].text)
-	}
-	argText := func() []string {
-		out := make([]string, len(args))
-		for i, a := range args {
-			out[i] = a.text
-		}
-		return out
-	}()
-	nonOpts := func() []string {
-		var out []string
-		for _, a := range argText {
-			if !strings.HasPrefix(a, "-") {
-				out = append(out, a)
-			}
-		}
-		return out
-	}
-	switch name {
-	case "":
-		return allow()
-	case "env", "printenv":
-		return deny("%s prints the environment, which holds secrets; print the one non-secret variable you need with echo", name)
-	case "set":
-		if len(args) == 0 {
-			return deny("set without arguments prints every variable, which holds secrets")
-		}
-	case "export", "declare", "typeset", "readonly":
-		if len(nonOpts()) == 0 && (len(args) == 0 || slices.ContainsFunc(argText, func(a string) bool { return strings.ContainsAny(a, "px") })) {
-			return deny("%s %s prints the environment, which holds secrets", name, strings.Join(argText, " "))
-		}
-	case "compgen":
-		if slices.Contains(argText, "-v") || slices.Contains(argText, "-e") {
-			return deny("compgen -v/-e lists the environment")
-		}
-	case "rm":
-		recursive := slices.ContainsFunc(argText, func(a string) bool {
-			return a == "--recursive" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR"))
-		})
-		if slices.Contains(argText, "--no-preserve-root") {
-			return deny("rm --no-preserve-root is denied")
-		}
-		if recursive {
-			for _, a := range nonOpts() {
-				if systemRoots[strings.TrimRight(a, "/")] || systemRoots[a] {
-					return deny("rm -r %s would destroy the system or home directory", a)
-				}
-			}
-		}
-	case "chmod", "chown", "chgrp":
-		for _, a := range nonOpts() {
-			if a == "/" || a == "/*" {
-				return deny("%s on / is denied", name)
-			}
-		}
-	case "dd":
-		for _, a := range argText {
-			if strings.HasPrefix(a, "of=/dev/") && !strings.HasPrefix(a, "of=/dev/null") {
-				return deny("dd onto a device (%s) is denied", a)
-			}
-		}
-	case "shred", "wipefs", "fdisk", "sfdisk", "cfdisk", "parted", "mkswap", "blkdiscard":
-		for _, a := range nonOpts() {
-			if strings.HasPrefix(a, "/dev/") {
-				return deny("%s on a device is denied", name)
-			}
-		}
-		if name != "shred" {
-			return deny("%s partitions or wipes disks and is denied", name)
-		}
-	case "shutdown", "reboot", "halt", "poweroff":
-		return deny("%s is denied", name)
-	case "init", "telinit":
-		if slices.Contains(argText, "0") || slices.Contains(argText, "6") {
-			return deny("%s %s is denied", name, strings.Join(argText, " "))
-		}
-	case "kill", "pkill", "killall":
-		if name == "kill" && slices.Contains(argText, "-1") && len(argText) > 0 && argText[len(argText)-1] == "-1" {
-			return deny("kill -1 signals every process and is denied")
-		}
-	case "eval", "source", ".":
-		if slices.ContainsFunc(args, func(a shWord) bool { return a.dynamic }) {
-			return deny("%s of generated code cannot be checked and is denied", name)
-		}
-	}
-	if strings.HasPrefix(name, "mkfs") || name == "mke2fs" {
-		return deny("%s formats a file system and is denied", name)
-	}
-	if isInterpreter(name) {
-		// sh -c "$(curl ...)" and sh -c "$CODE" run code nobody can read first.
-		for i, a := range args {
-			if a.text == "-c" && i+1 < len(args) {
-				code := args[i+1]
-				if code.dynamic && hasFetcher(sc.subs) {
-					return deny("%s -c runs downloaded code; download to a file and inspect it first", name)
-				}
-				if code.dynamic {
-					return deny("%s -c with generated code cannot be checked and is denied", name)
-				}
-			}
-		}
-		for _, ps := range sc.procSubs {
-			if hasFetcher([][]shCmd{ps}) {
-				return deny("%s runs a downloaded script (<(curl ...)); download to a file and inspect it first", name)
-			}
-		}
-	}
-	if name == "source" || name == "." {
-		for _, ps := range sc.procSubs {
-			if hasFetcher([][]shCmd{ps}) {
-				return deny("sourcing downloaded code is denied")
-			}
-		}
-	}
-	return allow()
-}
-
-func hasFetcher(groups [][]shCmd) bool {
-	for _, g := range groups {
-		for _, sc := range flatten(g) {
-			if name, _, _ := program(sc); fetchers[name] {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// checkPipelines denies piping into an interpreter that reads its program from stdin:
-// curl … | sh, base64 -d | bash, cat x | python3 -.
-func checkPipelines(cmds []shCmd) Decision {
-	var pipeline []shCmd
-	check := func() Decision {
-		fetched := false
-		for i, sc := range pipeline {
-			name, args, _ := program(sc)
-			if fetchers[name] {
-				fetched = true
-			}
-			if i == 0 || !sc.pipedIn || !isInterpreter(name) || readsScriptFile(args) {
-				continue
-			}
-			if fetched {
-				return deny("piping a download into %s runs code nobody has read; download to a file and inspect it first", name)
-			}
-			return deny("piping into %s runs code smart mode cannot check; write a script file and run it instead", name)
-		}
-		return allow()
-	}
-	for _, sc := range cmds {
-		for _, groups := range [][][]shCmd{sc.subs, sc.procSubs} {
-			for _, g := range groups {
-				if d := checkPipelines(g); !d.Allow {
-					return d
-				}
-			}
-		}
-		pipeline = append(pipeline, sc)
-		if !sc.pipedOut {
-			if d := check(); !d.Allow {
-				return d
-			}
-			pipeline = nil
-		}
-	}
-	return check()
-}
-
-// readsScriptFile reports whether an interpreter's arguments name a script or a -c
-// program (so stdin is data, not code).
-func readsScriptFile(args []shWord) bool {
-	for i, a := range args {
-		switch {
-		case a.text == "-" || a.text == "-s":
-			return false
-		case a.text == "-c" || a.text == "-e" || a.text == "-m" || a.text == "-E":
-			return i+1 < len(args)
-		case !strings.HasPrefix(a.text, "-"):
-			return true
-		}
-	}
-	return false
 }
 
 var (

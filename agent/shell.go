@@ -3,455 +3,609 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"regexp"
 	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// This file is a small, conservative reader of POSIX shell commands for the --smart
-// approval policy. It splits a command line into simple commands (across ; && || | & and
-// newlines, and into $( ), ` `, <( ) and >( ) substitutions), removes quotes, and finds each
-// command's program behind wrappers such as sudo, env, timeout and xargs. Anything it
-// cannot read with confidence (unbalanced quotes, a substitution inside a here-document) is
-// an error, and the policy denies what it cannot read.
+// This file reads shell commands for the --smart approval policy and the deny patterns,
+// with a real shell parser (mvdan.cc/sh, Bash grammar). It turns a command line into every
+// simple command it would run: inside pipelines, lists, compound commands, functions and
+// substitutions, and inside code handed to eval, sh -c, source or a shell's stdin. Each word
+// is expanded the way the shell would: quotes removed, braces and tildes expanded, variables
+// replaced by the values the command line itself assigns. What is only known when the
+// command runs (a variable from the environment, a substitution's output) stays a marked
+// placeholder, so rules can tell literal text from generated text. A command the parser
+// cannot read is an error, and --smart denies what it cannot read.
 
-type shWord struct {
-	text string
-	// dynamic: the word contains an unquoted or double-quoted expansion ($x, $(..)).
-	dynamic bool
-}
-
-type shCmd struct {
-	words    []shWord
-	redirs   []shWord // redirection targets (files, fds, here-doc delimiters)
-	pipedIn  bool     // stdin comes from a pipe
-	pipedOut bool     // stdout goes to a pipe
-	// subs are the substitutions inside this command's words, parsed.
-	subs [][]shCmd
-	// procSubs are the <( ) / >( ) substitutions among the words.
-	procSubs [][]shCmd
-}
+const (
+	// maxNesting bounds code-in-code (eval "sh -c '…'"), which an attacker controls.
+	maxNesting = 4
+	// maxVariants bounds how many values of one variable are tried; a variable assigned
+	// more often than this is treated as unknown.
+	maxVariants = 8
+	// maxCommands bounds the work of one reading (variants times nesting multiply).
+	maxCommands = 4096
+	// mark brackets a placeholder for text only known at run time. It is a private-use
+	// rune, so it never reaches a decision or a message as such.
+	mark = '\uE000'
+)
 
 var errUnreadable = errors.New("cannot read the command")
 
-type shParser struct {
-	s   string
-	i   int
-	out []shCmd
-	cur shCmd
-	w   strings.Builder
-	// inWord: a word is being built (even if empty, as in "").
-	inWord   bool
-	dynamic  bool
-	redirect bool     // the next word is a redirection target
-	heredocs []string // pending here-doc delimiters ("'" prefix = quoted)
-	depth    int
+// word is one field of a command after expansion.
+type word struct {
+	text    string // with placeholders shown as $NAME or $(…)
+	dynamic bool   // holds a placeholder
+	pattern string // text with each placeholder as *, for matching paths
 }
 
-func parseShell(s string) ([]shCmd, error) {
-	return parseShellDepth(s, 0)
+// simpleCmd is one command the shell would run.
+type simpleCmd struct {
+	args     []word   // program and arguments (assignments excluded)
+	assigns  []string // NAME=value prefixes, as written
+	source   string   // the command as written
+	stdinDoc *word    // a here-document or here-string on its stdin
+	pipedIn  bool     // its stdin comes from an earlier stage of a pipeline
+	// fetchedIn: an earlier stage of its pipeline downloads something.
+	fetchedIn bool
+	// subFetch / procSubFetch: a $(…) / <(…) in its words runs a downloader.
+	subFetch, procSubFetch bool
+	// unreadable is set when code handed to it (eval, sh -c) cannot be parsed.
+	unreadable error
+
+	call *syntax.CallExpr
 }
 
-func parseShellDepth(s string, depth int) ([]shCmd, error) {
-	if depth > 8 {
-		return nil, fmt.Errorf("%w: substitutions nested too deeply", errUnreadable)
-	}
-	p := &shParser{s: s, depth: depth}
-	if err := p.run(); err != nil {
-		return nil, err
-	}
-	return p.out, nil
+// script is everything a command line would run, with each variable value tried.
+type script struct {
+	cmds   []*simpleCmd
+	redirs []word // every redirection target
+	// hdocSubst: a here-document body runs $(…) or `…`, whose output becomes file
+	// content nobody reviewed.
+	hdocSubst bool
+	forkBomb  bool
 }
 
-func (p *shParser) endWord() {
-	if !p.inWord {
-		return
-	}
-	w := shWord{text: p.w.String(), dynamic: p.dynamic}
-	if p.redirect {
-		p.cur.redirs = append(p.cur.redirs, w)
-		p.redirect = false
-	} else {
-		p.cur.words = append(p.cur.words, w)
-	}
-	p.w.Reset()
-	p.inWord, p.dynamic = false, false
+// readShell parses and expands a command line.
+func readShell(src string) (*script, error) {
+	budget := maxCommands
+	return analyze(src, 0, nil, &budget)
 }
 
-func (p *shParser) endCmd(pipe bool) {
-	p.endWord()
-	c := p.cur
-	if len(c.words) > 0 || len(c.redirs) > 0 || len(c.subs) > 0 || len(c.procSubs) > 0 {
-		c.pipedOut = pipe
-		p.out = append(p.out, c)
+func analyze(src string, depth int, inherited map[string]string, budget *int) (*script, error) {
+	if depth > maxNesting {
+		return nil, fmt.Errorf("%w: code nested too deeply", errUnreadable)
 	}
-	p.cur = shCmd{pipedIn: pipe}
-}
-
-// matching returns the index after the substitution body that starts at s[i] (just after
-// the opening "(" or "`"), honouring quotes and nesting.
-func matching(s string, i int, closer byte) (int, error) {
-	depth := 1
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == '\\':
-			i += 2
-			continue
-		case c == '\'' && closer != '`':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return 0, fmt.Errorf("%w: unterminated single quote", errUnreadable)
-			}
-			i += j + 2
-			continue
-		case c == '"':
-			j := i + 1
-			for j < len(s) && s[j] != '"' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(s) {
-				return 0, fmt.Errorf("%w: unterminated double quote", errUnreadable)
-			}
-			i = j + 1
-			continue
-		case closer == '`' && c == '`':
-			return i + 1, nil
-		case closer == ')' && c == '(':
-			depth++
-		case closer == ')' && c == ')':
-			depth--
-			if depth == 0 {
-				return i + 1, nil
-			}
+	if strings.ContainsRune(src, mark) {
+		return nil, fmt.Errorf("%w: it contains the character U+E000", errUnreadable)
+	}
+	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnreadable, err)
+	}
+	a := &analysis{src: src, depth: depth, budget: budget, out: &script{}, pipes: map[*syntax.CallExpr][]stage{}}
+	values := a.assignedValues(file, inherited)
+	a.structure(file)
+	n := 1
+	for _, vs := range values {
+		n = max(n, len(vs))
+	}
+	for k := range n {
+		env := make(map[string]string, len(inherited)+len(values))
+		for name, v := range inherited {
+			env[name] = v
 		}
-		i++
-	}
-	return 0, fmt.Errorf("%w: unterminated substitution", errUnreadable)
-}
-
-func (p *shParser) substitution(start int, closer byte, proc bool) error {
-	end, err := matching(p.s, start, closer)
-	if err != nil {
-		return err
-	}
-	inner := p.s[start : end-1]
-	cmds, err := parseShellDepth(inner, p.depth+1)
-	if err != nil {
-		return err
-	}
-	if proc {
-		p.cur.procSubs = append(p.cur.procSubs, cmds)
-	} else {
-		p.cur.subs = append(p.cur.subs, cmds)
-	}
-	p.w.WriteString("$(" + inner + ")")
-	p.inWord, p.dynamic = true, true
-	p.i = end
-	return nil
-}
-
-func (p *shParser) run() error {
-	s := p.s
-	for p.i < len(s) {
-		c := s[p.i]
-		switch {
-		case c == '\\':
-			if p.i+1 < len(s) {
-				if s[p.i+1] != '\n' {
-					p.w.WriteByte(s[p.i+1])
-					p.inWord = true
-				}
-				p.i += 2
-			} else {
-				p.i++
-			}
-		case c == '\'':
-			j := strings.IndexByte(s[p.i+1:], '\'')
-			if j < 0 {
-				return fmt.Errorf("%w: unterminated single quote", errUnreadable)
-			}
-			p.w.WriteString(s[p.i+1 : p.i+1+j])
-			p.inWord = true
-			p.i += j + 2
-		case c == '"':
-			if err := p.doubleQuoted(); err != nil {
-				return err
-			}
-		case c == '`':
-			if err := p.substitution(p.i+1, '`', false); err != nil {
-				return err
-			}
-		case c == '$' && strings.HasPrefix(s[p.i:], "$(("):
-			end, err := matching(s, p.i+3, ')')
-			if err != nil {
-				return err
-			}
-			p.i = end
-			if p.i < len(s) && s[p.i] == ')' {
-				p.i++
-			}
-			p.w.WriteString("$((…))")
-			p.inWord, p.dynamic = true, true
-		case c == '$' && strings.HasPrefix(s[p.i:], "$("):
-			if err := p.substitution(p.i+2, ')', false); err != nil {
-				return err
-			}
-		case c == '$':
-			p.w.WriteByte(c)
-			p.inWord, p.dynamic = true, true
-			p.i++
-		case (c == '<' || c == '>') && p.i+1 < len(s) && s[p.i+1] == '(':
-			p.endWord()
-			if err := p.substitution(p.i+2, ')', true); err != nil {
-				return err
-			}
-			p.endWord()
-		case c == '#' && !p.inWord:
-			j := strings.IndexByte(s[p.i:], '\n')
-			if j < 0 {
-				p.i = len(s)
-			} else {
-				p.i += j
-			}
-		case c == ' ' || c == '\t':
-			p.endWord()
-			p.i++
-		case c == '\n':
-			p.endCmd(false)
-			p.i++
-			if err := p.skipHeredocs(); err != nil {
-				return err
-			}
-		case c == ';' || c == '(' || c == ')':
-			p.endCmd(false)
-			p.i++
-		case c == '&':
-			if strings.HasPrefix(s[p.i:], "&>") {
-				p.endWord()
-				p.i += 2
-				if p.i < len(s) && s[p.i] == '>' {
-					p.i++
-				}
-				p.redirect = true
-				continue
-			}
-			p.endCmd(false)
-			p.i++
-			if p.i < len(s) && s[p.i] == '&' {
-				p.i++
-			}
-		case c == '|':
-			if strings.HasPrefix(s[p.i:], "||") {
-				p.endCmd(false)
-				p.i += 2
-				continue
-			}
-			p.endCmd(true)
-			p.i++
-			if p.i < len(s) && s[p.i] == '&' {
-				p.i++
-			}
-		case c == '<' || c == '>':
-			// An fd number right before the operator belongs to it ("2>").
-			if p.inWord && isDigits(p.w.String()) && !p.dynamic {
-				p.w.Reset()
-				p.inWord = false
-			}
-			p.endWord()
-			op := s[p.i:]
-			switch {
-			case strings.HasPrefix(op, "<<<"):
-				p.i += 3
-			case strings.HasPrefix(op, "<<"):
-				p.i += 2
-				dash := p.i < len(s) && s[p.i] == '-'
-				if dash {
-					p.i++
-				}
-				delim, quoted, err := p.heredocDelim()
-				if err != nil {
-					return err
-				}
-				if quoted {
-					delim = "'" + delim
-				}
-				p.heredocs = append(p.heredocs, delim)
-				p.cur.redirs = append(p.cur.redirs, shWord{text: strings.TrimPrefix(delim, "'")})
-				continue
-			case strings.HasPrefix(op, ">>"), strings.HasPrefix(op, ">&"), strings.HasPrefix(op, "<&"), strings.HasPrefix(op, ">|"), strings.HasPrefix(op, "<>"):
-				p.i += 2
-			default:
-				p.i++
-			}
-			p.redirect = true
-		default:
-			p.w.WriteByte(c)
-			p.inWord = true
-			p.i++
+		for name, vs := range values {
+			env[name] = vs[min(k, len(vs)-1)]
+		}
+		a.env = env
+		if err := a.expandAll(file); err != nil {
+			return nil, err
 		}
 	}
-	p.endCmd(false)
-	if len(p.heredocs) > 0 {
-		return fmt.Errorf("%w: here-document without its body", errUnreadable)
-	}
-	return nil
+	a.markFetchedPipes()
+	return a.out, nil
 }
 
-func isDigits(s string) bool {
-	if s == "" {
-		return false
+type stage struct {
+	pipeline *syntax.BinaryCmd
+	index    int
+}
+
+type analysis struct {
+	src   string
+	depth int
+	env   map[string]string // the variant being expanded
+	out   *script
+	// budget is how many more commands this reading may expand.
+	budget *int
+	// pipes records, for each command inside a pipeline, which stage it is in.
+	pipes map[*syntax.CallExpr][]stage
+}
+
+func (a *analysis) text(n syntax.Node) string {
+	s, e := int(n.Pos().Offset()), int(n.End().Offset())
+	if s < 0 || e > len(a.src) || s > e {
+		return ""
 	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
+	return a.src[s:e]
+}
+
+func placeholder(s string) string { return string(mark) + s + string(mark) }
+
+// config expands words against the variant's known values.
+func (a *analysis) config() *expand.Config {
+	return &expand.Config{
+		Env: knownEnv(a.env),
+		CmdSubst: func(w io.Writer, _ *syntax.CmdSubst) error {
+			_, err := io.WriteString(w, placeholder("$(…)"))
+			return err
+		},
+		ProcSubst: func(*syntax.ProcSubst) (string, error) { return placeholder("<(…)"), nil },
+	}
+}
+
+// knownEnv answers with the command line's own values, and a placeholder for the rest.
+type knownEnv map[string]string
+
+func (e knownEnv) Get(name string) expand.Variable {
+	if v, ok := e[name]; ok {
+		return expand.Variable{Set: true, Kind: expand.String, Str: v}
+	}
+	switch {
+	case name == "IFS":
+		return expand.Variable{} // the default separators
+	case strings.HasPrefix(name, "HOME "): // ~user
+		return expand.Variable{Set: true, Kind: expand.String, Str: placeholder("~" + strings.TrimPrefix(name, "HOME "))}
+	}
+	return expand.Variable{Set: true, Kind: expand.String, Str: placeholder("$" + name)}
+}
+
+func (e knownEnv) Each(func(string, expand.Variable) bool) {}
+
+// rawFields expands one shell word into fields that keep their placeholders marked; a word
+// the expander cannot evaluate (arithmetic on an unknown value, say) is kept as written and
+// counts as generated.
+func (a *analysis) rawFields(w *syntax.Word) []string {
+	fs, err := expand.Fields(a.config(), w)
+	if err != nil {
+		return []string{placeholder(a.text(w))}
+	}
+	return fs
+}
+
+func (a *analysis) fields(w *syntax.Word) []word {
+	raw := a.rawFields(w)
+	out := make([]word, len(raw))
+	for i, f := range raw {
+		out[i] = newWord(f)
+	}
+	return out
+}
+
+func (a *analysis) literal(w *syntax.Word) word {
+	s, err := expand.Literal(a.config(), w)
+	if err != nil {
+		return word{text: a.text(w), dynamic: true, pattern: "*"}
+	}
+	return newWord(s)
+}
+
+func newWord(s string) word {
+	if !strings.ContainsRune(s, mark) {
+		return word{text: s, pattern: s}
+	}
+	var text, pattern strings.Builder
+	for i, part := range strings.Split(s, string(mark)) {
+		text.WriteString(part)
+		if i%2 == 1 {
+			pattern.WriteString("*")
+		} else {
+			pattern.WriteString(part)
+		}
+	}
+	return word{text: text.String(), dynamic: true, pattern: pattern.String()}
+}
+
+// assignedValues collects, in order, the values the command line gives each variable
+// (NAME=…, export NAME=…, for NAME in …), expanding each with the values known so far.
+func (a *analysis) assignedValues(file *syntax.File, inherited map[string]string) map[string][]string {
+	values := map[string][]string{}
+	latest := map[string]string{}
+	for k, v := range inherited {
+		latest[k] = v
+	}
+	add := func(name string, v string) {
+		for _, have := range values[name] {
+			if have == v {
+				return
+			}
+		}
+		values[name] = append(values[name], v)
+		latest[name] = v
+	}
+	a.env = latest
+	assign := func(as *syntax.Assign) {
+		if as.Name == nil || as.Array != nil || as.Index != nil || as.Naked {
+			return
+		}
+		v := ""
+		if as.Value != nil {
+			v = a.literalRaw(as.Value)
+		}
+		if as.Append {
+			v = latest[as.Name.Value] + v
+		}
+		add(as.Name.Value, v)
+	}
+	syntax.Walk(file, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			for _, as := range n.Assigns {
+				assign(as)
+			}
+		case *syntax.DeclClause:
+			for _, as := range n.Args {
+				assign(as)
+			}
+		case *syntax.WordIter:
+			for _, item := range n.Items {
+				for _, f := range a.rawFields(item) {
+					add(n.Name.Value, f)
+				}
+			}
+		}
+		return true
+	})
+	for name, vs := range values {
+		if len(vs) > maxVariants {
+			delete(values, name)
+		}
+	}
+	return values
+}
+
+// literalRaw expands a word and keeps its placeholders marked, so a value that holds one
+// stays generated wherever it is used.
+func (a *analysis) literalRaw(w *syntax.Word) string {
+	s, err := expand.Literal(a.config(), w)
+	if err != nil {
+		return placeholder(a.text(w))
+	}
+	return s
+}
+
+// structure finds what does not depend on values: pipelines, fork bombs and here-documents
+// that run commands.
+func (a *analysis) structure(file *syntax.File) {
+	syntax.Walk(file, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				for i, st := range pipelineStages(n) {
+					syntax.Walk(st, func(m syntax.Node) bool {
+						if c, ok := m.(*syntax.CallExpr); ok {
+							a.pipes[c] = append(a.pipes[c], stage{n, i})
+						}
+						return true
+					})
+				}
+			}
+		case *syntax.FuncDecl:
+			if n.Name != nil && callsItselfConcurrently(n.Name.Value, n.Body) {
+				a.out.forkBomb = true
+			}
+		case *syntax.Redirect:
+			if n.Hdoc != nil && runsCommands(n.Hdoc) {
+				a.out.hdocSubst = true
+			}
+		}
+		return true
+	})
+}
+
+// pipelineStages flattens a | b | c into its stages.
+func pipelineStages(b *syntax.BinaryCmd) []*syntax.Stmt {
+	var out []*syntax.Stmt
+	for _, s := range []*syntax.Stmt{b.X, b.Y} {
+		if inner, ok := s.Cmd.(*syntax.BinaryCmd); ok && (inner.Op == syntax.Pipe || inner.Op == syntax.PipeAll) && !s.Negated && len(s.Redirs) == 0 {
+			out = append(out, pipelineStages(inner)...)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// callsItselfConcurrently spots :(){ :|:& };: — a function that starts itself in a
+// pipeline or in the background.
+func callsItselfConcurrently(name string, body *syntax.Stmt) bool {
+	found := false
+	var visit func(n syntax.Node, concurrent bool) bool
+	visit = func(n syntax.Node, concurrent bool) bool {
+		syntax.Walk(n, func(m syntax.Node) bool {
+			switch m := m.(type) {
+			case *syntax.Stmt:
+				if m.Background && m != n {
+					visit(m.Cmd, true)
+					return false
+				}
+			case *syntax.BinaryCmd:
+				if m.Op == syntax.Pipe || m.Op == syntax.PipeAll {
+					visit(m.X, true)
+					visit(m.Y, true)
+					return false
+				}
+			case *syntax.CallExpr:
+				if concurrent && len(m.Args) > 0 && m.Args[0].Lit() == name {
+					found = true
+				}
+			}
+			return !found
+		})
+		return found
+	}
+	if body.Background {
+		return visit(body.Cmd, true)
+	}
+	return visit(body, false)
+}
+
+func runsCommands(w *syntax.Word) bool {
+	found := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		if _, ok := n.(*syntax.CmdSubst); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// expandAll expands every command and redirection for the current variant.
+func (a *analysis) expandAll(file *syntax.File) error {
+	var err error
+	syntax.Walk(file, func(n syntax.Node) bool {
+		if err != nil {
 			return false
 		}
-	}
-	return true
+		stmt, ok := n.(*syntax.Stmt)
+		if !ok {
+			return true
+		}
+		var doc *word
+		for _, r := range stmt.Redirs {
+			switch {
+			case r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc:
+				if r.Hdoc != nil {
+					d := a.document(r.Hdoc)
+					doc = &d
+				}
+			case r.Op == syntax.WordHdoc:
+				d := a.literal(r.Word)
+				doc = &d
+			case r.Word != nil:
+				a.out.redirs = append(a.out.redirs, a.literal(r.Word))
+			}
+		}
+		switch c := stmt.Cmd.(type) {
+		case *syntax.CallExpr:
+			err = a.addCall(c, doc)
+		case *syntax.DeclClause:
+			a.addDecl(c)
+		}
+		return true
+	})
+	return err
 }
 
-func (p *shParser) doubleQuoted() error {
-	s := p.s
-	p.i++
-	p.inWord = true
-	for p.i < len(s) {
-		c := s[p.i]
+func (a *analysis) document(w *syntax.Word) word {
+	s, err := expand.Document(a.config(), w)
+	if err != nil {
+		return word{text: a.text(w), dynamic: true, pattern: "*"}
+	}
+	return newWord(s)
+}
+
+func (a *analysis) addCall(c *syntax.CallExpr, doc *word) error {
+	if *a.budget--; *a.budget < 0 {
+		return fmt.Errorf("%w: it expands to more than %d commands", errUnreadable, maxCommands)
+	}
+	sc := &simpleCmd{source: a.text(c), stdinDoc: doc, call: c}
+	for _, as := range c.Assigns {
+		sc.assigns = append(sc.assigns, a.text(as))
+	}
+	for _, w := range c.Args {
+		sc.args = append(sc.args, a.fields(w)...)
+		syntax.Walk(w, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.CmdSubst:
+				sc.subFetch = sc.subFetch || a.downloads(n)
+			case *syntax.ProcSubst:
+				sc.procSubFetch = sc.procSubFetch || a.downloads(n)
+			}
+			return true
+		})
+	}
+	sc.pipedIn = slicesAny(a.pipes[c], func(s stage) bool { return s.index > 0 })
+	a.out.cmds = append(a.out.cmds, sc)
+	return a.addNested(sc)
+}
+
+func slicesAny[T any](s []T, f func(T) bool) bool {
+	for _, v := range s {
+		if f(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// downloads reports whether a substitution runs a downloader.
+func (a *analysis) downloads(n syntax.Node) bool {
+	found := false
+	syntax.Walk(n, func(m syntax.Node) bool {
+		if c, ok := m.(*syntax.CallExpr); ok {
+			var args []word
+			for _, w := range c.Args {
+				args = append(args, a.fields(w)...)
+			}
+			if name, _, _ := program(args); fetchers[name] {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+func (a *analysis) addDecl(d *syntax.DeclClause) {
+	sc := &simpleCmd{source: a.text(d), args: []word{{text: d.Variant.Value, pattern: d.Variant.Value}}}
+	for _, as := range d.Args {
 		switch {
-		case c == '"':
-			p.i++
-			return nil
-		case c == '\\' && p.i+1 < len(s) && strings.IndexByte("\"\\$`\n", s[p.i+1]) >= 0:
-			if s[p.i+1] != '\n' {
-				p.w.WriteByte(s[p.i+1])
-			}
-			p.i += 2
-		case c == '`':
-			if err := p.substitution(p.i+1, '`', false); err != nil {
-				return err
-			}
-		case c == '$' && strings.HasPrefix(s[p.i:], "$(("):
-			end, err := matching(s, p.i+3, ')')
-			if err != nil {
-				return err
-			}
-			p.i = end
-			if p.i < len(s) && s[p.i] == ')' {
-				p.i++
-			}
-			p.dynamic = true
-		case c == '$' && strings.HasPrefix(s[p.i:], "$("):
-			if err := p.substitution(p.i+2, ')', false); err != nil {
-				return err
-			}
+		case as.Naked && as.Value != nil:
+			sc.args = append(sc.args, a.fields(as.Value)...)
+		case as.Naked && as.Name != nil:
+			sc.args = append(sc.args, word{text: as.Name.Value, pattern: as.Name.Value})
 		default:
-			if c == '$' {
-				p.dynamic = true
-			}
-			p.w.WriteByte(c)
-			p.i++
+			sc.args = append(sc.args, newWord(a.text(as)))
 		}
 	}
-	return fmt.Errorf("%w: unterminated double quote", errUnreadable)
+	a.out.cmds = append(a.out.cmds, sc)
 }
 
-// heredocDelim reads the word after << and reports whether it was quoted.
-func (p *shParser) heredocDelim() (string, bool, error) {
-	s := p.s
-	for p.i < len(s) && (s[p.i] == ' ' || s[p.i] == '\t') {
-		p.i++
-	}
-	var b strings.Builder
-	quoted := false
-	for p.i < len(s) {
-		c := s[p.i]
-		if c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '|' || c == '&' || c == '<' || c == '>' || c == ')' {
-			break
+// addNested reads the code a command hands to a shell (eval, sh -c, a script on a shell's
+// stdin, find -exec) and adds the commands it would run.
+func (a *analysis) addNested(sc *simpleCmd) error {
+	name, args, _ := program(sc.args)
+	var code *word
+	switch {
+	case name == "eval":
+		w := joinFields(args)
+		code = &w
+	case isShell(name):
+		if c, ok := dashC(args); ok {
+			code = &c
+		} else if sc.stdinDoc != nil && !readsScriptFile(args) {
+			code = sc.stdinDoc
 		}
-		if c == '\'' || c == '"' {
-			quoted = true
-			j := strings.IndexByte(s[p.i+1:], c)
-			if j < 0 {
-				return "", false, fmt.Errorf("%w: unterminated quote in a here-document delimiter", errUnreadable)
-			}
-			b.WriteString(s[p.i+1 : p.i+1+j])
-			p.i += j + 2
-			continue
+	case name == "source" || name == ".":
+		if len(args) > 0 && (args[0].text == "/dev/stdin" || args[0].text == "-") && sc.stdinDoc != nil {
+			code = sc.stdinDoc
 		}
-		if c == '\\' {
-			quoted = true
-			p.i++
-			continue
+	case name == "find":
+		a.out.cmds = append(a.out.cmds, findExec(args)...)
+	}
+	if code == nil || code.dynamic {
+		return nil // generated code is judged by the rules; there is nothing to read
+	}
+	nested, err := analyze(code.text, a.depth+1, a.env, a.budget)
+	if err != nil {
+		if errors.Is(err, errUnreadable) {
+			sc.unreadable = err
+			return nil
 		}
-		b.WriteByte(c)
-		p.i++
+		return err
 	}
-	if b.Len() == 0 {
-		return "", false, fmt.Errorf("%w: here-document without a delimiter", errUnreadable)
-	}
-	return b.String(), quoted, nil
-}
-
-// skipHeredocs consumes the bodies of pending here-documents after a newline. An unquoted
-// body with a command substitution is refused: it would run code the policy cannot see.
-func (p *shParser) skipHeredocs() error {
-	for len(p.heredocs) > 0 {
-		delim := p.heredocs[0]
-		p.heredocs = p.heredocs[1:]
-		quoted := strings.HasPrefix(delim, "'")
-		delim = strings.TrimPrefix(delim, "'")
-		for {
-			if p.i >= len(p.s) {
-				return fmt.Errorf("%w: here-document %q is not terminated", errUnreadable, delim)
-			}
-			j := strings.IndexByte(p.s[p.i:], '\n')
-			line := p.s[p.i:]
-			if j >= 0 {
-				line = p.s[p.i : p.i+j]
-				p.i += j + 1
-			} else {
-				p.i = len(p.s)
-			}
-			if strings.TrimLeft(line, "\t") == delim {
-				break
-			}
-			if !quoted && (strings.Contains(line, "$(") || strings.Contains(line, "`")) {
-				return fmt.Errorf("%w: command substitution inside a here-document", errUnreadable)
-			}
-		}
-	}
+	a.out.cmds = append(a.out.cmds, nested.cmds...)
+	a.out.redirs = append(a.out.redirs, nested.redirs...)
+	a.out.hdocSubst = a.out.hdocSubst || nested.hdocSubst
+	a.out.forkBomb = a.out.forkBomb || nested.forkBomb
 	return nil
 }
 
-// flatten returns every simple command, substitutions included.
-func flatten(cmds []shCmd) []shCmd {
-	var out []shCmd
-	for _, c := range cmds {
-		out = append(out, c)
-		for _, s := range c.subs {
-			out = append(out, flatten(s)...)
-		}
-		for _, s := range c.procSubs {
-			out = append(out, flatten(s)...)
+// findExec returns the commands find -exec/-execdir/-ok/-okdir would run.
+func findExec(args []word) []*simpleCmd {
+	var out []*simpleCmd
+	for i := 0; i < len(args); i++ {
+		switch args[i].text {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
+				j++
+			}
+			if j > i+1 {
+				cmd := &simpleCmd{args: args[i+1 : j]}
+				cmd.source = joinFields(cmd.args).text
+				out = append(out, cmd)
+			}
+			i = j
 		}
 	}
 	return out
 }
 
-var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
-
-// shellKeywords start compound commands; the command follows them.
-var shellKeywords = map[string]bool{
-	"if": true, "then": true, "else": true, "elif": true, "fi": true, "do": true, "done": true,
-	"while": true, "until": true, "!": true, "{": true, "}": true, "esac": true, "function": true,
+func joinFields(ws []word) word {
+	parts := make([]string, len(ws))
+	pats := make([]string, len(ws))
+	dynamic := false
+	for i, w := range ws {
+		parts[i], pats[i] = w.text, w.pattern
+		dynamic = dynamic || w.dynamic
+	}
+	return word{text: strings.Join(parts, " "), pattern: strings.Join(pats, " "), dynamic: dynamic}
 }
 
-// program finds the program a simple command runs, behind assignments and wrappers. It
-// returns "" for a command that runs nothing (only assignments, "for x in ...").
-func program(c shCmd) (name string, args []shWord, nameDynamic bool) {
-	w := c.words
+// dashC returns the program of sh -c PROGRAM (options such as -e, -o pipefail and --norc
+// may come first).
+func dashC(args []word) (word, bool) {
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "-o" || t == "+o" || t == "-O" || t == "+O":
+			i++ // the option's value
+		case strings.HasPrefix(t, "--"):
+		case (strings.HasPrefix(t, "-") || strings.HasPrefix(t, "+")) && len(t) > 1:
+			if strings.Contains(t, "c") {
+				if i+1 < len(args) {
+					return args[i+1], true
+				}
+				return word{}, false
+			}
+		default:
+			return word{}, false // a script file
+		}
+	}
+	return word{}, false
+}
+
+// markFetchedPipes marks the commands fed by a stage that downloads.
+func (a *analysis) markFetchedPipes() {
+	fetching := map[stage]bool{}
+	for _, c := range a.out.cmds {
+		if c.call == nil {
+			continue
+		}
+		if name, _, _ := program(c.args); fetchers[name] {
+			for _, s := range a.pipes[c.call] {
+				fetching[s] = true
+			}
+		}
+	}
+	for _, c := range a.out.cmds {
+		if c.call == nil {
+			continue
+		}
+		for _, s := range a.pipes[c.call] {
+			for i := 0; i < s.index; i++ {
+				if fetching[stage{s.pipeline, i}] {
+					c.fetchedIn = true
+				}
+			}
+		}
+	}
+}
+
+var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// program finds the program a simple command runs, behind wrappers such as sudo, env,
+// timeout and xargs. It returns "" for a command that runs nothing.
+func program(w []word) (name string, args []word, nameDynamic bool) {
 	i := 0
 	skipOpts := func(withValue string) {
 		for i < len(w) && strings.HasPrefix(w[i].text, "-") && w[i].text != "-" {
@@ -466,18 +620,10 @@ func program(c shCmd) (name string, args []shWord, nameDynamic bool) {
 		}
 	}
 	for i < len(w) {
-		t := w[i].text
-		switch {
-		case shellKeywords[t]:
-			i++
-			continue
-		case t == "for" || t == "case" || t == "select" || t == "in":
-			return "", nil, false
-		case assignment.MatchString(t):
-			i++
-			continue
+		if w[i].dynamic {
+			return path.Base(w[i].text), w[i+1:], true
 		}
-		base := path.Base(t)
+		base := path.Base(w[i].text)
 		switch base {
 		case "sudo", "doas":
 			i++
@@ -518,7 +664,7 @@ func program(c shCmd) (name string, args []shWord, nameDynamic bool) {
 			}
 			continue
 		}
-		return base, w[i+1:], w[i].dynamic && strings.HasPrefix(t, "$")
+		return base, w[i+1:], false
 	}
 	return "", nil, false
 }

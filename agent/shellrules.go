@@ -1,0 +1,471 @@
+package agent
+
+import (
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// The --smart policy's built-in checks, as tables of rules over what readShell found: rules
+// for the whole command line, for every word and redirection target, for every simple
+// command, and by program name. The first rule that denies decides. Deny and allow
+// patterns (checkPatterns) are matched against the same simple commands.
+
+type (
+	scriptRule  func(*script) Decision
+	wordRule    func(word) Decision
+	commandRule func(*simpleCmd) Decision
+	// programRule sees a command's program (behind sudo, env, timeout, …) and arguments.
+	programRule func(name string, args []word) Decision
+)
+
+var scriptRules = []scriptRule{
+	func(s *script) Decision {
+		if s.forkBomb {
+			return deny("the command looks like a fork bomb")
+		}
+		return allow()
+	},
+	func(s *script) Decision {
+		if s.hdocSubst {
+			return deny("smart mode could not read the command: a here-document runs $(…) or `…`, and its output would become file content nobody reviewed; write the file with write_file instead")
+		}
+		return allow()
+	},
+	relativeEnviron,
+}
+
+var wordRules = []wordRule{
+	func(w word) Decision {
+		if readsEnviron(w) {
+			return deny("reading a process environment (%s) is denied: it holds secrets", w.text)
+		}
+		return allow()
+	},
+	func(w word) Decision {
+		if credentialWord(w) {
+			return deny("%s looks like a credentials file; reading or copying credentials is denied", w.text)
+		}
+		return allow()
+	},
+}
+
+var commandRules = []commandRule{
+	func(c *simpleCmd) Decision {
+		if c.unreadable != nil {
+			return deny("smart mode could not read the code handed to %s (%v) and denies what it cannot check; simplify it", c.args[0].text, strings.TrimPrefix(c.unreadable.Error(), errUnreadable.Error()+": "))
+		}
+		return allow()
+	},
+	func(c *simpleCmd) Decision {
+		if name, _, dynamic := program(c.args); dynamic {
+			return deny("the program name comes from a variable (%s); smart mode denies what it cannot check", name)
+		}
+		return allow()
+	},
+	func(c *simpleCmd) Decision {
+		name, args, _ := program(c.args)
+		if r, ok := programRules[name]; ok {
+			return r(name, args)
+		}
+		if strings.HasPrefix(name, "mkfs") {
+			return deny("%s formats a file system and is denied", name)
+		}
+		return allow()
+	},
+	interpreterCode,
+	pipedIntoInterpreter,
+}
+
+var programRules = map[string]programRule{
+	"env":      printsEnvironment,
+	"printenv": printsEnvironment,
+	"set": func(_ string, args []word) Decision {
+		if len(args) == 0 {
+			return deny("set without arguments prints every variable, which holds secrets")
+		}
+		return allow()
+	},
+	"export":   declaresPrint,
+	"declare":  declaresPrint,
+	"typeset":  declaresPrint,
+	"readonly": declaresPrint,
+	"compgen": func(_ string, args []word) Decision {
+		if hasArg(args, "-v") || hasArg(args, "-e") {
+			return deny("compgen -v/-e lists the environment")
+		}
+		return allow()
+	},
+	"rm": func(_ string, args []word) Decision {
+		if hasArg(args, "--no-preserve-root") {
+			return deny("rm --no-preserve-root is denied")
+		}
+		recursive := slices.ContainsFunc(args, func(a word) bool {
+			return a.text == "--recursive" || (strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, "--") && strings.ContainsAny(a.text, "rR"))
+		})
+		if recursive {
+			for _, a := range operands(args) {
+				if systemRoot(a) {
+					return deny("rm -r %s would destroy the system or home directory", a.text)
+				}
+			}
+		}
+		return allow()
+	},
+	"chmod": onRoot, "chown": onRoot, "chgrp": onRoot,
+	"dd": func(_ string, args []word) Decision {
+		for _, a := range args {
+			if strings.HasPrefix(a.text, "of=/dev/") && a.text != "of=/dev/null" {
+				return deny("dd onto a device (%s) is denied", a.text)
+			}
+		}
+		return allow()
+	},
+	"shred": func(name string, args []word) Decision {
+		for _, a := range operands(args) {
+			if strings.HasPrefix(a.text, "/dev/") {
+				return deny("%s on a device is denied", name)
+			}
+		}
+		return allow()
+	},
+	"wipefs": wipesDisks, "fdisk": wipesDisks, "sfdisk": wipesDisks, "cfdisk": wipesDisks,
+	"parted": wipesDisks, "mkswap": wipesDisks, "blkdiscard": wipesDisks, "mke2fs": wipesDisks,
+	"shutdown": denied, "reboot": denied, "halt": denied, "poweroff": denied,
+	"init": runlevel, "telinit": runlevel,
+	"kill": func(_ string, args []word) Decision {
+		if len(args) > 0 && args[len(args)-1].text == "-1" && slices.ContainsFunc(args[:len(args)-1], func(a word) bool { return strings.HasPrefix(a.text, "-") }) {
+			return deny("kill -1 signals every process and is denied")
+		}
+		return allow()
+	},
+	"eval":   generatedCode,
+	"source": sourced,
+	".":      sourced,
+}
+
+func printsEnvironment(name string, _ []word) Decision {
+	return deny("%s prints the environment, which holds secrets; print the one non-secret variable you need with echo", name)
+}
+
+func declaresPrint(name string, args []word) Decision {
+	if len(operands(args)) == 0 && (len(args) == 0 || slices.ContainsFunc(args, func(a word) bool { return strings.ContainsAny(a.text, "px") })) {
+		return deny("%s %s prints the environment, which holds secrets", name, joinFields(args).text)
+	}
+	return allow()
+}
+
+func onRoot(name string, args []word) Decision {
+	for _, a := range operands(args) {
+		if a.text == "/" || a.text == "/*" {
+			return deny("%s on / is denied", name)
+		}
+	}
+	return allow()
+}
+
+func wipesDisks(name string, _ []word) Decision {
+	if name == "mke2fs" {
+		return deny("%s formats a file system and is denied", name)
+	}
+	return deny("%s partitions or wipes disks and is denied", name)
+}
+
+func denied(name string, _ []word) Decision { return deny("%s is denied", name) }
+
+func runlevel(name string, args []word) Decision {
+	if hasArg(args, "0") || hasArg(args, "6") {
+		return deny("%s %s is denied", name, joinFields(args).text)
+	}
+	return allow()
+}
+
+func generatedCode(name string, args []word) Decision {
+	if slices.ContainsFunc(args, func(a word) bool { return a.dynamic }) {
+		return deny("%s of generated code cannot be checked and is denied", name)
+	}
+	return allow() // literal code is read and checked as commands of its own
+}
+
+func sourced(name string, args []word) Decision {
+	if len(args) > 0 && args[0].dynamic {
+		if strings.Contains(args[0].text, "<(") {
+			return deny("sourcing downloaded or generated code is denied")
+		}
+		return deny("%s of a generated path cannot be checked and is denied", name)
+	}
+	return allow()
+}
+
+func hasArg(args []word, s string) bool {
+	return slices.ContainsFunc(args, func(a word) bool { return a.text == s })
+}
+
+func operands(args []word) []word {
+	var out []word
+	for _, a := range args {
+		if !strings.HasPrefix(a.text, "-") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// interpreterCode checks the code an interpreter is given with -c/-e or on stdin.
+// Shell code is read as commands of its own (see addNested); other languages cannot be
+// read, so code that names the environment or a credentials file is denied.
+func interpreterCode(c *simpleCmd) Decision {
+	name, args, _ := program(c.args)
+	if !isInterpreter(name) && name != "source" && name != "." {
+		return allow()
+	}
+	if c.procSubFetch {
+		if name == "source" || name == "." {
+			return deny("sourcing downloaded code is denied")
+		}
+		return deny("%s runs a downloaded script (<(curl ...)); download to a file and inspect it first", name)
+	}
+	code, ok := inlineCode(name, args)
+	if !ok && c.stdinDoc != nil && !readsScriptFile(args) {
+		code, ok = *c.stdinDoc, true
+	}
+	if !ok {
+		return allow()
+	}
+	if code.dynamic {
+		if c.subFetch {
+			return deny("%s -c runs downloaded code; download to a file and inspect it first", name)
+		}
+		return deny("%s -c with generated code cannot be checked and is denied", name)
+	}
+	if !isShell(name) && name != "source" && name != "." {
+		if envAccess.MatchString(code.text) {
+			return deny("%s code that reads the environment is denied: it holds secrets", name)
+		}
+		for _, f := range strings.FieldsFunc(code.text, func(r rune) bool { return strings.ContainsRune(" \t\n'\"(),;`", r) }) {
+			if secretPath(f) || readsEnviron(newWord(f)) {
+				return deny("%s code that reads %s is denied: it holds secrets", name, f)
+			}
+		}
+	}
+	return allow()
+}
+
+// envAccess is how common interpreters read their environment.
+var envAccess = regexp.MustCompile(`environ|getenv|ENV\[|%ENV|process\.env|Deno\.env|System\.getenv|\$env:`)
+
+func inlineCode(name string, args []word) (word, bool) {
+	if isShell(name) {
+		return dashC(args)
+	}
+	for i, a := range args {
+		if a.text == "-c" || a.text == "-e" || a.text == "-E" || a.text == "-r" || a.text == "--eval" {
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+		}
+	}
+	return word{}, false
+}
+
+// pipedIntoInterpreter denies piping into an interpreter that reads its program from stdin:
+// curl … | sh, base64 -d | bash, cat x | python3 -.
+func pipedIntoInterpreter(c *simpleCmd) Decision {
+	name, args, _ := program(c.args)
+	if !c.pipedIn || !isInterpreter(name) || readsScriptFile(args) {
+		return allow()
+	}
+	if c.fetchedIn {
+		return deny("piping a download into %s runs code nobody has read; download to a file and inspect it first", name)
+	}
+	return deny("piping into %s runs code smart mode cannot check; write a script file and run it instead", name)
+}
+
+// relativeEnviron catches cd /proc/self && cat environ.
+func relativeEnviron(s *script) Decision {
+	proc := false
+	var env word
+	for _, c := range s.cmds {
+		for _, w := range c.args {
+			if w.pattern == "/proc" || strings.HasPrefix(w.pattern, "/proc/") {
+				proc = true
+			}
+			if globMatch(path.Base(w.pattern), "environ") {
+				env = w
+			}
+		}
+	}
+	if proc && env.text != "" {
+		return deny("reading a process environment (%s under /proc) is denied: it holds secrets", env.text)
+	}
+	return allow()
+}
+
+// environSamples are paths a /proc pattern is tried against.
+var environSamples = []string{"/proc/self/environ", "/proc/1/environ", "/proc/thread-self/environ", "/proc/self/task/1/environ"}
+
+func readsEnviron(w word) bool {
+	if strings.Contains(w.text, "/proc/") && strings.Contains(w.text, "/environ") {
+		return true
+	}
+	return slices.ContainsFunc(environSamples, func(p string) bool { return globMatch(w.pattern, p) })
+}
+
+// credentialNames are the names a glob in a path is tried against.
+var credentialNames = []string{
+	".ssh", ".gnupg", ".aws", "credentials", ".docker", "config.json", ".kube", "config", ".config", "gcloud", ".azure",
+	".env", ".env.local", ".env.production", ".netrc", "_netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc",
+	"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials.json", ".vault-token",
+}
+
+// credentialWord reports whether a word names a credentials file, literally or as a glob
+// such as ~/.ss?/id_* (a glob segment needs two literal leading characters to count, so
+// that `cat *` stays allowed).
+func credentialWord(w word) bool {
+	if secretPath(w.text) {
+		return true
+	}
+	if !strings.ContainsAny(w.pattern, "*?[") {
+		return false
+	}
+	candidates := []string{""}
+	for i, seg := range strings.Split(w.pattern, "/") {
+		var next []string
+		options := []string{seg}
+		if strings.ContainsAny(seg, "*?[") {
+			options = nil
+			if lit := strings.IndexAny(seg, "*?["); lit >= 2 {
+				for _, n := range credentialNames {
+					if globMatch(seg, n) {
+						options = append(options, n)
+					}
+				}
+			}
+			if len(options) == 0 {
+				options = []string{"x"}
+			}
+		}
+		for _, c := range candidates {
+			for _, o := range options {
+				if i > 0 {
+					o = c + "/" + o
+				}
+				next = append(next, o)
+			}
+		}
+		if len(next) > 64 {
+			next = next[:64]
+		}
+		candidates = next
+	}
+	return slices.ContainsFunc(candidates, secretPath)
+}
+
+var systemRoots = map[string]bool{
+	"/": true, "/*": true, "~": true, "~/": true, "~/*": true, "$HOME": true, "$HOME/": true, "$HOME/*": true,
+	"/etc": true, "/usr": true, "/bin": true, "/sbin": true, "/lib": true, "/lib64": true, "/var": true, "/home": true,
+	"/root": true, "/boot": true, "/opt": true, "/srv": true, "/sys": true, "/proc": true, "/dev": true, "/*/*": true,
+}
+
+func systemRoot(w word) bool {
+	if systemRoots[w.text] || systemRoots[strings.TrimRight(w.text, "/")] {
+		return true
+	}
+	if !strings.ContainsAny(w.pattern, "*?[") || w.pattern == "*" {
+		return false
+	}
+	for root := range systemRoots {
+		if strings.HasPrefix(root, "/") && !strings.ContainsAny(root, "*") && globMatch(strings.TrimRight(w.pattern, "/"), root) {
+			return true
+		}
+	}
+	return false
+}
+
+func globMatch(pattern, name string) bool {
+	ok, err := path.Match(pattern, name)
+	return err == nil && ok
+}
+
+// disk devices a redirection must not write to.
+var diskDevice = regexp.MustCompile(`^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|dm-|md|loop|sr)`)
+
+// interpreters run code given on stdin or with -c.
+var interpreters = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "fish": true, "csh": true, "tcsh": true,
+	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "php": true, "lua": true,
+	"pwsh": true, "deno": true, "bun": true,
+}
+
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true}
+
+func isShell(name string) bool { return shells[name] }
+
+func isInterpreter(name string) bool {
+	if interpreters[name] {
+		return true
+	}
+	// python3.12, perl5.36, ...
+	for p := range interpreters {
+		if strings.HasPrefix(name, p) && strings.Trim(name[len(p):], "0123456789.") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchers download content.
+var fetchers = map[string]bool{"curl": true, "wget": true, "fetch": true, "http": true, "https": true, "aria2c": true, "lwp-request": true, "nc": true, "ncat": true}
+
+// readsScriptFile reports whether an interpreter's arguments name a script or a -c
+// program (so stdin is data, not code).
+func readsScriptFile(args []word) bool {
+	for i, a := range args {
+		switch {
+		case a.text == "-" || a.text == "-s":
+			return false
+		case a.text == "-c" || a.text == "-e" || a.text == "-m" || a.text == "-E":
+			return i+1 < len(args)
+		case !strings.HasPrefix(a.text, "-"):
+			return true
+		}
+	}
+	return false
+}
+
+// checkScript applies the built-in rules to a command line --smart is asked to run.
+func checkScript(s *script) Decision {
+	for _, r := range scriptRules {
+		if d := r(s); !d.Allow {
+			return d
+		}
+	}
+	for _, c := range s.cmds {
+		for _, w := range c.args {
+			for _, r := range wordRules {
+				if d := r(w); !d.Allow {
+					return d
+				}
+			}
+		}
+	}
+	for _, w := range s.redirs {
+		for _, r := range wordRules {
+			if d := r(w); !d.Allow {
+				return d
+			}
+		}
+		if diskDevice.MatchString(w.text) {
+			return deny("writing to the disk device %s is denied", w.text)
+		}
+	}
+	for _, c := range s.cmds {
+		for _, r := range commandRules {
+			if d := r(c); !d.Allow {
+				return d
+			}
+		}
+	}
+	return allow()
+}
