@@ -155,7 +155,7 @@ func TestFaults(t *testing.T) {
 	cloudtest.FaultTable[*daytonafake.Server, daytona.Options]{
 		NewServer: newServer,
 		NewProvider: func(t *testing.T, srv *daytonafake.Server, mod func(*daytona.Options)) providers.Provider {
-			return newProvider(t, srv, func(o *daytona.Options) { o.ReadyTimeout = 300 * time.Millisecond; mod(o) })
+			return newProvider(t, srv, func(o *daytona.Options) { o.ReadyTimeout = 10 * time.Second; mod(o) })
 		},
 		Ledger: func(srv *daytonafake.Server) (int, []string) { l := srv.Ledger(); return l.Created, l.Alive },
 		Spec:   func() providers.Spec { return spec("run-fault") },
@@ -197,6 +197,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			Name:     "NeverReady",
+			Options:  func(o *daytona.Options) { o.ReadyTimeout = 300 * time.Millisecond },
 			Setup:    func(s *daytonafake.Server) { s.NeverReady = true },
 			WantErr:  `not started within 300ms (last state "creating")`,
 			WantCall: map[string]int{"create": 1, "delete": 1},
@@ -210,7 +211,8 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			Name: "NeverReadyAndDeleteFails",
+			Name:    "NeverReadyAndDeleteFails",
+			Options: func(o *daytona.Options) { o.ReadyTimeout = 300 * time.Millisecond },
 			Setup: func(s *daytonafake.Server) {
 				s.NeverReady = true
 				s.Faults.InjectAll("delete", fakekit.Fault{Status: 500})
