@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/talkops/talkops/providers"
@@ -43,5 +44,22 @@ func TestContractGoPlugin(t *testing.T) {
 		})
 		return &harness{root: root, opts: plugin.Options{Name: "goplugin", Command: []string{bin},
 			Options: map[string]any{"root": root}}}, nil
+	})
+}
+
+func TestContractPythonBackend(t *testing.T) {
+	t.Parallel()
+	python := plugintest.Python(t)
+	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
+		root := t.TempDir()
+		t.Cleanup(func() {
+			if pids := plugintest.LivePIDs(root); len(pids) > 0 {
+				t.Errorf("bridge processes still running after the test: %v", pids)
+			}
+		})
+		return &harness{root: root, opts: plugin.Options{Name: "acme", Python: python,
+			BridgeArgs: plugin.BackendArgs("acme_sandbox.backend:AcmeSandboxBackend"),
+			Env:        []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir()},
+			Options:    map[string]any{"root": root}}}, nil
 	})
 }

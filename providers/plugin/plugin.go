@@ -24,6 +24,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"path"
 	"sync"
 	"time"
@@ -43,6 +44,11 @@ type Options struct {
 	Name string
 	// Command is the plugin's argv; Command[0] is an absolute path or looked up on PATH.
 	Command []string
+	// BridgeArgs, when not nil, runs the embedded Python bridge with these arguments
+	// (BackendArgs, EntryPointArgs) instead of Command.
+	BridgeArgs []string
+	// Python is the interpreter for the bridge; "" means python3 on PATH.
+	Python string
 	// Dir is the directory the plugin runs in; "" is talkops' own working directory.
 	Dir string
 	// Env is the plugin's environment (KEY=VALUE). The plugin is a trusted host program,
@@ -81,8 +87,16 @@ var (
 
 // New returns a provider for the plugin opts describe; nothing starts until it is used.
 func New(opts Options) (*Provider, error) {
-	if opts.Name == "" || len(opts.Command) == 0 || opts.Command[0] == "" {
-		return nil, fmt.Errorf("plugin provider %q: a name and a command are required: %w", opts.Name, providers.ErrConfig)
+	if opts.BridgeArgs != nil {
+		if opts.Python == "" {
+			opts.Python = "python3"
+		}
+		opts.Command = nil
+	} else if len(opts.Command) == 0 || opts.Command[0] == "" {
+		return nil, fmt.Errorf("plugin provider %q: a command is required: %w", opts.Name, providers.ErrConfig)
+	}
+	if opts.Name == "" {
+		return nil, fmt.Errorf("plugin provider %q: a name is required: %w", opts.Name, providers.ErrConfig)
 	}
 	if opts.WorkingDir != "" && !path.IsAbs(opts.WorkingDir) {
 		return nil, fmt.Errorf("plugin provider %s: working_dir %q: want an absolute path: %w", opts.Name, opts.WorkingDir, providers.ErrConfig)
@@ -118,7 +132,17 @@ func (p *Provider) hold(ctx context.Context) (*process, error) {
 		if hello.Options == nil {
 			hello.Options = map[string]any{}
 		}
-		proc, err := start(ctx, p.opts.Name, p.opts.Command, p.opts.Env, p.opts.Dir, hello, p.opts.StartTimeout)
+		argv := p.opts.Command
+		if p.opts.BridgeArgs != nil {
+			dir, script, err := writeBridge()
+			if err != nil {
+				return nil, err
+			}
+			// Python has read the script once it answers hello (or has failed).
+			defer os.RemoveAll(dir)
+			argv = append([]string{p.opts.Python, script}, p.opts.BridgeArgs...)
+		}
+		proc, err := start(ctx, p.opts.Name, argv, p.opts.Env, p.opts.Dir, hello, p.opts.StartTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -246,14 +270,15 @@ func (p *Provider) handle(proc *process, res sandboxResult, wd string, env map[s
 	if !path.IsAbs(wd) {
 		return nil, &ProcessError{Provider: p.opts.Name, Op: "create", Reason: fmt.Sprintf("the plugin's working_dir %q is not absolute", wd), Stderr: proc.tail.String()}
 	}
-	d := &driver{p: p, id: res.SandboxID, workDir: wd}
+	closed, markClosed := context.WithCancel(context.Background())
+	d := &driver{p: p, id: res.SandboxID, workDir: wd, closed: closed}
 	rs := remote.New(remote.Config{
 		Provider: p.opts.Name, ID: res.SandboxID, WorkDir: wd, Owned: owned, Env: env,
 		SplitStderr: proc.caps.CombinedOutput,
 		// The plugin caps each stream at outputLimit; longer output is kept in files.
 		KeepLines: math.MaxInt32, KeepBytes: outputLimit,
 	}, d)
-	return &sandbox{Sandbox: rs, p: p}, nil
+	return &sandbox{Sandbox: rs, p: p, markClosed: markClosed}, nil
 }
 
 // deleteWith deletes id on proc; a sandbox that is already gone is not an error.
@@ -304,8 +329,9 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 // sandbox is a remote sandbox whose Close also lets the plugin stop.
 type sandbox struct {
 	*remote.Sandbox
-	p    *Provider
-	once sync.Once
+	p          *Provider
+	markClosed context.CancelFunc
+	once       sync.Once
 }
 
 // Close deletes the sandbox (when created here) and drops its hold on the plugin, which
@@ -313,7 +339,11 @@ type sandbox struct {
 // with a freshly started plugin.
 func (s *sandbox) Close(ctx context.Context) error {
 	err := s.Sandbox.Close(ctx)
-	s.once.Do(func() { s.p.release(ctx) })
+	s.once.Do(func() {
+		// Calls still waiting on the plugin (an exec the backend did not stop) return now.
+		s.markClosed()
+		s.p.release(ctx)
+	})
 	return err
 }
 
@@ -322,6 +352,7 @@ type driver struct {
 	p       *Provider
 	id      string
 	workDir string
+	closed  context.Context // done once the sandbox is closed
 }
 
 var (
@@ -336,8 +367,14 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 		params.TimeoutSeconds = int64(math.Ceil(r.Timeout.Seconds()))
 		deadline = time.Duration(params.TimeoutSeconds)*time.Second + d.p.opts.ExecGrace
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(d.closed, cancel)()
 	var res execResult
 	if err := d.p.do(ctx, "exec", params, &res, deadline); err != nil {
+		if d.closed.Err() != nil {
+			return remote.Result{}, fmt.Errorf("%w: %w", err, providers.ErrClosed)
+		}
 		return remote.Result{}, mapErr(err)
 	}
 	return remote.Result{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut, Truncated: res.Truncated}, nil
