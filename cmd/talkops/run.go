@@ -279,7 +279,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 // then the spec, the setup script and the workspace sync.
 func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
 	name := cfg.Sandbox.Provider
-	newProvider, err := lookupProvider(name, a.getenv)
+	newProvider, err := lookupProvider(cfg, name, a.getenv)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/talkops/talkops/providers/plugin/plugintest"
+)
+
+// pluginEnv is a hermetic environment whose user config (~/.talkops/config.toml)
+// defines the custom provider acme with table (the lines after the header).
+func pluginUserEnv(t *testing.T, table string) (env map[string]string, root string) {
+	t.Helper()
+	root = t.TempDir()
+	env = testEnv(t, map[string]string{"PYTHONPATH": plugintest.PythonDir()})
+	cfg := "[sandboxes.providers.acme]\n" + strings.ReplaceAll(table, "$ROOT", root)
+	p := filepath.Join(env["HOME"], ".talkops", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return env, root
+}
+
+const pythonAcme = `backend = "acme_sandbox.backend:AcmeSandboxBackend"
+[sandboxes.providers.acme.options]
+root = "$ROOT"
+region = "eu-west-1"
+`
+
+// TestPluginSandboxEndToEnd runs the pipeline with --sandbox acme from the user config,
+// once with the seeds' Python backend class through the bridge and once with a Go plugin
+// executable: the workspace is synced in, the checks run there, the sandbox is deleted
+// and no plugin process is left.
+func TestPluginSandboxEndToEnd(t *testing.T) {
+	t.Parallel()
+	goPlugin := plugintest.GoPlugin(t)
+	tests := []struct {
+		name, table string
+		args        []string
+	}{
+		{name: "python backend", table: pythonAcme, args: []string{"--sandbox", "acme"}},
+		{name: "go plugin", table: fmt.Sprintf("command = [%q]\noptions = { root = \"$ROOT\" }\n", goPlugin), args: []string{"--sandbox", "acme"}},
+		{name: "default from user config", table: pythonAcme, args: []string{"--sandbox"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if strings.Contains(tc.table, "backend") {
+				plugintest.Python(t)
+			}
+			env, root := pluginUserEnv(t, tc.table)
+			if tc.args[len(tc.args)-1] == "--sandbox" {
+				p := filepath.Join(env["HOME"], ".talkops", "config.toml")
+				b, _ := os.ReadFile(p)
+				if err := os.WriteFile(p, append([]byte("[sandboxes]\ndefault = \"acme\"\n"), b...), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dir := project(t, map[string]string{"r.toml": passRubric, "README.md": "hello\n", "setup.sh": "echo set up in $(pwd)\n"})
+			args := append(append([]string{}, tc.args...), "--sandbox-setup", "setup.sh", "--rubric", "r.toml")
+			got := runIn(t, dir, env, args...)
+			if got.code != 0 {
+				t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", got.code, got.stdout, got.stderr)
+			}
+			r := readResult(t, dir)
+			if r.Sandbox == nil || r.Sandbox.Provider != "acme" {
+				t.Errorf("result.json sandbox = %+v, want provider acme", r.Sandbox)
+			}
+			if ids := plugintest.Alive(root); len(ids) > 0 {
+				t.Errorf("sandboxes left after the run: %v", ids)
+			}
+			if pids := plugintest.LivePIDs(root); len(pids) > 0 {
+				t.Errorf("plugin processes left after the run: %v", pids)
+			}
+			if entries := stateEntries(t, env); len(entries) > 0 {
+				t.Errorf("state file entries %v, want none", entries)
+			}
+		})
+	}
+}
+
+// TestPluginFaultsThroughCLI injects plugin faults into a run: each is exit 3 with the
+// plugin's stderr in result.json's reason, teardown still runs, and no plugin process is
+// left. A plugin that cannot delete leaves its sandbox in the ledger for `sandbox gc`.
+func TestPluginFaultsThroughCLI(t *testing.T) {
+	t.Parallel()
+	goPlugin := plugintest.GoPlugin(t)
+	tests := []struct {
+		fault  string
+		reason string
+		leaked int
+	}{
+		{fault: "version", reason: "protocol version 99"},
+		{fault: "crash:create", reason: "crashing in create"},
+		{fault: "hang:create", reason: "did not answer within 3s"},
+		{fault: "crash:upload_begin", reason: "crashing in upload_begin"},
+		{fault: "hang:upload_chunk", reason: "hanging in upload_chunk"},
+		{fault: "crash:exec", reason: "crashing in exec"},
+		{fault: "garbage:exec", reason: "not a protocol message"},
+		{fault: "huge:exec", reason: "longer than 16 MiB"},
+		{fault: "crash:delete", reason: "crashing in delete", leaked: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fault, func(t *testing.T) {
+			t.Parallel()
+			env, root := pluginUserEnv(t, fmt.Sprintf("command = [%q]\ncreate_timeout = \"3s\"\ncall_timeout = \"3s\"\noptions = { root = \"$ROOT\", fault = %q }\n", goPlugin, tc.fault))
+			dir := project(t, map[string]string{"r.toml": passRubric, "README.md": "hello\n", "setup.sh": "echo ok\n"})
+			got := runIn(t, dir, env, "--sandbox", "acme", "--sandbox-setup", "setup.sh", "--rubric", "r.toml")
+			if got.code != 3 {
+				t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", got.code, got.stdout, got.stderr)
+			}
+			r := readResult(t, dir)
+			if !strings.Contains(r.Reason, tc.reason) {
+				t.Errorf("result.json reason %q does not say %q", r.Reason, tc.reason)
+			}
+			if ids := plugintest.Alive(root); len(ids) != tc.leaked {
+				t.Errorf("sandboxes left after the run: %v, want %d", ids, tc.leaked)
+			}
+			if entries := stateEntries(t, env); len(entries) != tc.leaked {
+				t.Errorf("state file entries %v, want %d (only what could not be deleted)", entries, tc.leaked)
+			}
+			if pids := plugintest.LivePIDs(root); len(pids) > 0 {
+				t.Errorf("plugin processes left after the run: %v", pids)
+			}
+		})
+	}
+}
+
+// TestPluginConfigErrors: a project config cannot point talkops at an executable, and an
+// unknown --sandbox lists the built-in and the configured providers.
+func TestPluginConfigErrors(t *testing.T) {
+	t.Parallel()
+	env, _ := pluginUserEnv(t, pythonAcme)
+	dir := project(t, map[string]string{"r.toml": passRubric,
+		".talkops/config.toml": "[sandboxes.providers.evil]\ncommand = [\"/bin/sh\", \"-c\", \"touch pwned\"]\n"})
+	got := runIn(t, dir, env, "--sandbox", "evil", "--rubric", "r.toml")
+	if got.code != 2 || !strings.Contains(got.stderr, "sandboxes.providers.evil.command is trusted-only") {
+		t.Errorf("project plugin: exit %d, stderr %q; want 2 and trusted-only", got.code, got.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Error("the project's command ran")
+	}
+	dir = project(t, map[string]string{"r.toml": passRubric})
+	got = runIn(t, dir, env, "--sandbox=acme2", "--rubric", "r.toml")
+	if got.code != 2 || !strings.Contains(got.stderr, `unknown provider "acme2"`) || !strings.Contains(got.stderr, "local") || !strings.Contains(got.stderr, "acme)") {
+		t.Errorf("unknown provider: exit %d, stderr %q; want 2 listing the built-ins and acme", got.code, got.stderr)
+	}
+}
+
+// TestPluginSandboxGC: `talkops sandbox gc` reaps through a plugin that can list: a
+// sandbox a killed run left behind (past its expiry) is found by its labels and deleted.
+func TestPluginSandboxGC(t *testing.T) {
+	t.Parallel()
+	env, root := pluginUserEnv(t, fmt.Sprintf("command = [%q]\noptions = { root = \"$ROOT\" }\n", plugintest.GoPlugin(t)))
+	// What the Go test plugin keeps for a sandbox, as a SIGKILLed run would leave it.
+	orphan := filepath.Join(root, "sandboxes", "sb-orphan")
+	if err := os.MkdirAll(filepath.Join(orphan, "fs", "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := `{"id":"sb-orphan","created_at":"2026-01-01T00:00:00Z","labels":{"talkops.created-by":"talkops","talkops.run-id":"r-dead","talkops.expires-at":"2026-01-01T01:00:00Z"}}`
+	if err := os.WriteFile(filepath.Join(orphan, "meta.json"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := project(t, nil)
+	if ls := sandboxList(t, dir, env, "acme", "r-dead"); len(ls) != 1 || ls[0].ID != "sb-orphan" {
+		t.Fatalf("sandbox ls through the plugin = %+v, want sb-orphan", ls)
+	}
+	got := runIn(t, dir, env, "sandbox", "gc", "--provider", "acme")
+	if got.code != 0 {
+		t.Fatalf("sandbox gc: exit %d\n%s%s", got.code, got.stdout, got.stderr)
+	}
+	if ids := plugintest.Alive(root); len(ids) > 0 {
+		t.Errorf("sandboxes left after gc: %v\n%s", ids, got.stdout)
+	}
+	if pids := plugintest.LivePIDs(root); len(pids) > 0 {
+		t.Errorf("plugin processes left after gc: %v", pids)
+	}
+}
