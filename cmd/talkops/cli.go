@@ -19,11 +19,12 @@ import (
 
 // cli is the kong grammar. Each command's Run calls into one package.
 type cli struct {
-	Run     runCmd     `cmd:"" default:"withargs" help:"Run the pipeline: provision, sync, setup, the agent on the prompt, the rubric, the verdict, teardown (the default command)."`
-	Report  ReportCmd  `cmd:"" help:"Publish a finished run's result.json (reports, GitHub, GitLab) without running anything."`
-	Sandbox SandboxCmd `cmd:"" help:"List or garbage-collect sandboxes talkops created."`
-	Config  configCmd  `cmd:"" help:"Print the resolved configuration, each value with its source."`
-	Version versionCmd `cmd:"" help:"Print the version and commit."`
+	Run      runCmd      `cmd:"" default:"withargs" help:"Run the pipeline: provision, sync, setup, the agent on the prompt, the rubric, the verdict, teardown (the default command)."`
+	Report   ReportCmd   `cmd:"" help:"Publish a finished run's result.json (reports, GitHub, GitLab) without running anything."`
+	Sandbox  SandboxCmd  `cmd:"" help:"List or garbage-collect sandboxes talkops created."`
+	Provider ProviderCmd `cmd:"" help:"Check a sandbox provider (built-in or custom) against the sandbox contract."`
+	Config   configCmd   `cmd:"" help:"Print the resolved configuration, each value with its source."`
+	Version  versionCmd  `cmd:"" help:"Print the version and commit."`
 }
 
 // app carries the process's I/O so tests can drive run() without a subprocess.

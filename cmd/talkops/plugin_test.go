@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/talkops/talkops/providers/contract"
 	"github.com/talkops/talkops/providers/plugin/plugintest"
 )
 
@@ -181,4 +182,50 @@ func TestPluginSandboxGC(t *testing.T) {
 	if pids := plugintest.LivePIDs(root); len(pids) > 0 {
 		t.Errorf("plugin processes left after gc: %v", pids)
 	}
+}
+
+// TestProviderTestCommand: `talkops provider test` runs the contract checks against a
+// configured plugin and prints which guarantees hold; a broken plugin fails (exit 1)
+// with the failing checks named.
+func TestProviderTestCommand(t *testing.T) {
+	t.Parallel()
+	goPlugin := plugintest.GoPlugin(t)
+	t.Run("all hold", func(t *testing.T) {
+		t.Parallel()
+		env, root := pluginUserEnv(t, fmt.Sprintf("command = [%q]\noptions = { root = \"$ROOT\" }\n", goPlugin))
+		got := runIn(t, project(t, nil), env, "provider", "test", "acme")
+		if got.code != 0 {
+			t.Fatalf("exit %d, want 0\n%s%s", got.code, got.stdout, got.stderr)
+		}
+		n := len(contract.Cases())
+		for _, want := range []string{"PASS  ProvisionClose", "PASS  NoLeaks", fmt.Sprintf("%d of %d guarantees hold for acme", n, n)} {
+			if !strings.Contains(got.stdout, want) {
+				t.Errorf("output does not contain %q:\n%s", want, got.stdout)
+			}
+		}
+		if pids := plugintest.LivePIDs(root); len(pids) > 0 {
+			t.Errorf("plugin processes left: %v", pids)
+		}
+	})
+	t.Run("broken exec", func(t *testing.T) {
+		t.Parallel()
+		env, _ := pluginUserEnv(t, fmt.Sprintf("command = [%q]\noptions = { root = \"$ROOT\", fault = \"crash:exec\" }\n", goPlugin))
+		got := runIn(t, project(t, nil), env, "provider", "test", "acme", "--only", "CloseTwice,ExecEcho")
+		if got.code != 1 {
+			t.Fatalf("exit %d, want 1\n%s%s", got.code, got.stdout, got.stderr)
+		}
+		for _, want := range []string{"PASS  CloseTwice", "FAIL  ExecEcho", "crashing in exec", "1 of 2 guarantees hold for acme"} {
+			if !strings.Contains(got.stdout, want) {
+				t.Errorf("output does not contain %q:\n%s", want, got.stdout)
+			}
+		}
+	})
+	t.Run("unknown check", func(t *testing.T) {
+		t.Parallel()
+		env, _ := pluginUserEnv(t, pythonAcme)
+		got := runIn(t, project(t, nil), env, "provider", "test", "acme", "--only", "Nope")
+		if got.code != 2 || !strings.Contains(got.stderr, `unknown check "Nope"`) {
+			t.Errorf("exit %d, stderr %q; want 2 naming the unknown check", got.code, got.stderr)
+		}
+	})
 }
