@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,4 +75,31 @@ func pluginEnv(getenv func(string) string) []string {
 		}
 	}
 	return env
+}
+
+// loadConfig loads the configuration. When it names a provider that is neither built in
+// nor configured, it asks the Python bridge whether an installed package registers that
+// name by entry point (the seeds' talkops.sandbox_providers), and if so loads again with
+// those names valid. Python only runs on this path, never for a known provider.
+func loadConfig(ctx context.Context, a *app, opts config.Options) (*config.Config, error) {
+	cfg, err := config.Load(opts)
+	var ce *config.Error
+	if err == nil || !errors.As(err, &ce) || ce.ValidWhat != "providers" {
+		return cfg, err
+	}
+	names, lerr := plugin.EntryPoints(ctx, "", pluginEnv(a.getenv))
+	if lerr != nil || len(names) == 0 {
+		return nil, err
+	}
+	opts.Providers = append(slices.Clone(opts.Providers), names...)
+	cfg, err = config.Load(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if _, ok := cfg.Providers[name]; !ok && !slices.Contains(providerNamesFor(a.getenv), name) {
+			cfg.Providers[name] = config.ProviderTable{Name: name, Plugin: true}
+		}
+	}
+	return cfg, nil
 }

@@ -229,3 +229,51 @@ func TestProviderTestCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestEntryPointProviders: a provider an installed Python package registers by entry
+// point is found by name, with no config (talkops.sandbox_providers) or with only its
+// options configured (deepagents_code.sandbox_providers), and runs the pipeline.
+func TestEntryPointProviders(t *testing.T) {
+	t.Parallel()
+	plugintest.Python(t)
+	t.Run("talkops group, no config", func(t *testing.T) {
+		t.Parallel()
+		env := testEnv(t, map[string]string{"PYTHONPATH": plugintest.PythonDir()})
+		root := filepath.Join(env["HOME"], "acme-root")
+		dir := project(t, map[string]string{"r.toml": passRubric, "README.md": "hello\n"})
+		got := runIn(t, dir, env, "--sandbox=acmeep", "--rubric", "r.toml")
+		if got.code != 0 {
+			t.Fatalf("exit %d, want 0\n%s%s", got.code, got.stdout, got.stderr)
+		}
+		if ids := plugintest.Alive(root); len(ids) > 0 {
+			t.Errorf("sandboxes left: %v", ids)
+		}
+		if pids := plugintest.LivePIDs(root); len(pids) > 0 {
+			t.Errorf("bridge processes left: %v", pids)
+		}
+	})
+	t.Run("deepagents group, options in config", func(t *testing.T) {
+		t.Parallel()
+		env, root := pluginUserEnv(t, "")
+		p := filepath.Join(env["HOME"], ".talkops", "config.toml")
+		if err := os.WriteFile(p, []byte("[sandboxes.providers.acmedc.options]\nroot = \""+root+"\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := project(t, map[string]string{"r.toml": passRubric, "README.md": "hello\n"})
+		got := runIn(t, dir, env, "--sandbox", "acmedc", "--rubric", "r.toml")
+		if got.code != 0 {
+			t.Fatalf("exit %d, want 0\n%s%s", got.code, got.stdout, got.stderr)
+		}
+		if ids := plugintest.Alive(root); len(ids) > 0 {
+			t.Errorf("sandboxes left: %v", ids)
+		}
+	})
+	t.Run("unknown name still lists the valid ones", func(t *testing.T) {
+		t.Parallel()
+		env := testEnv(t, map[string]string{"PYTHONPATH": plugintest.PythonDir()})
+		got := runIn(t, project(t, map[string]string{"r.toml": passRubric}), env, "--sandbox=nope", "--rubric", "r.toml")
+		if got.code != 2 || !strings.Contains(got.stderr, `unknown provider "nope"`) {
+			t.Errorf("exit %d, stderr %q; want 2 and unknown provider", got.code, got.stderr)
+		}
+	})
+}

@@ -26,7 +26,9 @@ type providerTestCmd struct {
 
 // Run runs the checks one after the other and prints a line per guarantee.
 func (c *providerTestCmd) Run(ctx context.Context, a *app) error {
-	cfg, err := config.Load(config.Options{Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv)})
+	// The name is checked like --sandbox NAME, entry points included.
+	cfg, err := loadConfig(ctx, a, config.Options{Flags: map[string]string{"sandboxes.default": c.Name}, FlagNames: map[string]string{"sandboxes.default": "provider test NAME"},
+		Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv)})
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Options{
+	cfg, err := loadConfig(ctx, a, config.Options{
 		Flags: flags, FlagNames: names, Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv),
 	})
 	if err != nil {

@@ -1,10 +1,15 @@
 package plugin
 
 import (
+	"bytes"
+	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"time"
 )
 
 // bridgeSource is the Python bridge (standard library only) that serves a
@@ -36,4 +41,32 @@ func writeBridge() (dir, script string, err error) {
 		return "", "", fmt.Errorf("write the python bridge: %w", err)
 	}
 	return dir, script, nil
+}
+
+// EntryPoints asks python for the provider names installed packages register under the
+// entry-point groups talkops.sandbox_providers and deepagents_code.sandbox_providers.
+func EntryPoints(ctx context.Context, python string, env []string) ([]string, error) {
+	if python == "" {
+		python = "python3"
+	}
+	dir, script, err := writeBridge()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, script, "--list-entry-points")
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("list python entry points: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	var names []string
+	if err := json.Unmarshal(out, &names); err != nil {
+		return nil, fmt.Errorf("list python entry points: %w", err)
+	}
+	return names, nil
 }

@@ -132,18 +132,22 @@ class ProviderSource:
         kwargs = dict(self.options)
         if params.get("snapshot"):
             kwargs["snapshot_name"] = params["snapshot"]
-        return self.provider.get_or_create(sandbox_id=None, **kwargs), self.working_dir
+        return self.located(self.provider.get_or_create(sandbox_id=None, **kwargs))
+
+    def located(self, backend):
+        """The backend and its working directory: its own, else the provider's metadata."""
+        return backend, getattr(backend, "working_dir", None) or self.working_dir
 
     def attach(self, sandbox_id):
         try:
-            return self.provider.get_or_create(sandbox_id=sandbox_id, **self.options), self.working_dir
+            return self.located(self.provider.get_or_create(sandbox_id=sandbox_id, **self.options))
         except Exception as exc:
             if "NotFound" in type(exc).__name__:
                 raise ProtocolError("not_found", str(exc))
             raise
 
     def delete(self, sandbox_id, backend):
-        self.provider.delete(sandbox_id=sandbox_id)
+        self.provider.delete(sandbox_id=sandbox_id, **self.options)
 
 
 class Bridge:

@@ -63,3 +63,23 @@ func TestContractPythonBackend(t *testing.T) {
 			Options:    map[string]any{"root": root}}}, nil
 	})
 }
+
+// TestContractPythonEntryPoint runs the suite against a SandboxProvider found by its
+// talkops.sandbox_providers entry point (testdata/acme_provider-1.0.dist-info), which
+// can also attach by id.
+func TestContractPythonEntryPoint(t *testing.T) {
+	t.Parallel()
+	python := plugintest.Python(t)
+	providertest.Run(t, func(_ context.Context, t *testing.T) (providertest.Harness, error) {
+		root := t.TempDir()
+		t.Cleanup(func() {
+			if pids := plugintest.LivePIDs(root); len(pids) > 0 {
+				t.Errorf("bridge processes still running after the test: %v", pids)
+			}
+		})
+		return &harness{root: root, opts: plugin.Options{Name: "acmeep", Python: python,
+			BridgeArgs: plugin.EntryPointArgs("acmeep"),
+			Env:        []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir()},
+			Options:    map[string]any{"root": root}}}, nil
+	})
+}

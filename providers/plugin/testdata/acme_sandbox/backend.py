@@ -48,6 +48,18 @@ class AcmeSandboxBackend:
         os.makedirs(pids, exist_ok=True)
         open(os.path.join(pids, str(os.getpid())), "w").close()
 
+    @classmethod
+    def reconnect(cls, root: str, sandbox_id: str) -> "Optional[AcmeSandboxBackend]":
+        """The sandbox sandbox_id under root, or None if there is none."""
+        d = os.path.join(root, "sandboxes", sandbox_id)
+        if "/" in sandbox_id or not os.path.isdir(d):
+            return None
+        self = cls.__new__(cls)
+        self._id, self._dir = sandbox_id, d
+        self.working_dir = os.path.join(d, "workspace")
+        self.region, self.default_timeout, self._running = "", 600, set()
+        return self
+
     @property
     def id(self) -> str:
         return self._id
