@@ -28,7 +28,8 @@ func Check(ctx context.Context, newHarness HarnessMaker, only ...string) []Resul
 		}
 		start := time.Now()
 		r := newRunner(ctx, "")
-		r.run(func(t T) { c.RunCase(t, newHarness) })
+		r.run(func(t T) { c.RunCase(t, newHarness) }) //nolint:contextcheck // the case's t.Context() derives from ctx
+
 		out = append(out, Result{Case: c, Passed: !r.failed, Skipped: r.skipped && !r.failed,
 			Messages: r.messages(), Duration: time.Since(start)})
 	}

@@ -369,7 +369,8 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(d.closed, cancel)()
+	defer context.AfterFunc(d.closed, cancel)() //nolint:contextcheck // d.closed only signals Close; ctx stays the caller's
+
 	var res execResult
 	if err := d.p.do(ctx, "exec", params, &res, deadline); err != nil {
 		if d.closed.Err() != nil {
@@ -404,7 +405,7 @@ func (d *driver) upload(ctx context.Context, p string, extract bool, body *httpa
 	if err := proc.call(ctx, "upload_begin", uploadBeginParams{SandboxID: d.id, Path: p, Extract: extract, Size: body.Size}, &begin, d.p.opts.CallTimeout); err != nil {
 		return mapErr(err)
 	}
-	ref := uploadRef{UploadID: begin.UploadID}
+	ref := uploadRef(begin)
 	buf := make([]byte, chunkSize)
 	for {
 		n, rerr := io.ReadFull(rc, buf)

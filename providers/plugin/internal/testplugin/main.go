@@ -95,9 +95,9 @@ func (s *server) send(v any) {
 	b, _ := json.Marshal(v)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.out.Write(b)
-	s.out.WriteByte('\n')
-	s.out.Flush()
+	_, _ = s.out.Write(b)
+	_ = s.out.WriteByte('\n')
+	_ = s.out.Flush()
 }
 
 func (s *server) reply(id int64, result any, err error) {
@@ -137,14 +137,14 @@ func (s *server) injected(op string) {
 		select {}
 	case "garbage":
 		s.wmu.Lock()
-		s.out.WriteString("this is not json {\n")
-		s.out.Flush()
+		_, _ = s.out.WriteString("this is not json {\n")
+		_ = s.out.Flush()
 		s.wmu.Unlock()
 		select {}
 	case "huge":
 		s.wmu.Lock()
-		s.out.WriteString(`{"id":0,"result":"` + strings.Repeat("x", 20<<20) + "\"}\n")
-		s.out.Flush()
+		_, _ = s.out.WriteString(`{"id":0,"result":"` + strings.Repeat("x", 20<<20) + "\"}\n")
+		_ = s.out.Flush()
 		s.wmu.Unlock()
 		select {}
 	}
@@ -420,7 +420,7 @@ func (s *server) uploadEnd(raw json.RawMessage, commit bool) error {
 		}
 		out, err := exec.Command("tar", "-xzf", f.Name(), "-C", m.path).CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("tar: %v: %s", err, out)
+			return fmt.Errorf("tar: %w: %s", err, out)
 		}
 		return nil
 	}
