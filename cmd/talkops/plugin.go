@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ func newPluginProvider(name string) providerMaker {
 		case tbl.Command != nil:
 			if len(tbl.Command) == 0 || tbl.Command[0] == "" {
 				return nil, capabilities{}, t.Errorf("command", `want the plugin's path and its arguments, like ["/usr/local/bin/acme-plugin", "--region", "eu"]`)
+			}
+			// A relative path would resolve against the project, which a pull request controls.
+			if strings.Contains(tbl.Command[0], "/") && !filepath.IsAbs(tbl.Command[0]) {
+				return nil, capabilities{}, t.Errorf("command", "%q is a relative path: want an absolute path or a program name found on PATH", tbl.Command[0])
 			}
 			opts.Command = tbl.Command
 		case tbl.Backend != "":

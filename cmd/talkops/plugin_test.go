@@ -277,3 +277,18 @@ func TestEntryPointProviders(t *testing.T) {
 		}
 	})
 }
+
+// TestPluginCommandRelativePath: a relative plugin path would run a program the project
+// (a pull request) provides; it is a usage error naming the key.
+func TestPluginCommandRelativePath(t *testing.T) {
+	t.Parallel()
+	env, _ := pluginUserEnv(t, "command = [\"./plugin.sh\"]\n")
+	dir := project(t, map[string]string{"r.toml": passRubric, "plugin.sh": "touch pwned\n"})
+	got := runIn(t, dir, env, "--sandbox", "acme", "--rubric", "r.toml")
+	if got.code != 2 || !strings.Contains(got.stderr, "sandboxes.providers.acme.command") || !strings.Contains(got.stderr, "relative path") {
+		t.Errorf("exit %d, stderr %q; want 2 naming sandboxes.providers.acme.command", got.code, got.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Error("the project's plugin.sh ran")
+	}
+}

@@ -403,6 +403,10 @@ class Bridge:
 
 
 def main(argv):
+    # talkops removes this script's directory once we answered hello; a directory of that
+    # name made later by someone else must never be searched for modules.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     ap = argparse.ArgumentParser(description="talkops plugin bridge for Python sandbox backends")
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--backend", metavar="MODULE:CLASS")
