@@ -99,7 +99,7 @@ func TestPluginFaultsThroughCLI(t *testing.T) {
 	}{
 		{fault: "version", reason: "protocol version 99"},
 		{fault: "crash:create", reason: "crashing in create"},
-		{fault: "hang:create", reason: "did not answer within 3s"},
+		{fault: "hang:create", reason: "did not answer within 5s"},
 		{fault: "crash:upload_begin", reason: "crashing in upload_begin"},
 		{fault: "hang:upload_chunk", reason: "hanging in upload_chunk"},
 		{fault: "crash:exec", reason: "crashing in exec"},
@@ -110,7 +110,7 @@ func TestPluginFaultsThroughCLI(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.fault, func(t *testing.T) {
 			t.Parallel()
-			env, root := pluginUserEnv(t, fmt.Sprintf("command = [%q]\ncreate_timeout = \"3s\"\ncall_timeout = \"3s\"\noptions = { root = \"$ROOT\", fault = %q }\n", goPlugin, tc.fault))
+			env, root := pluginUserEnv(t, fmt.Sprintf("command = [%q]\ncreate_timeout = \"5s\"\ncall_timeout = \"10s\"\noptions = { root = \"$ROOT\", fault = %q }\n", goPlugin, tc.fault))
 			dir := project(t, map[string]string{"r.toml": passRubric, "README.md": "hello\n", "setup.sh": "echo ok\n"})
 			got := runIn(t, dir, env, "--sandbox", "acme", "--sandbox-setup", "setup.sh", "--rubric", "r.toml")
 			if got.code != 3 {

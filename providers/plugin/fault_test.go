@@ -49,7 +49,7 @@ func TestFaults(t *testing.T) {
 			root := t.TempDir()
 			p, err := plugin.New(plugin.Options{Name: "faulty", Command: []string{bin},
 				Options:      map[string]any{"root": root, "fault": tc.fault},
-				StartTimeout: 5 * time.Second, CreateTimeout: 2 * time.Second, CallTimeout: 2 * time.Second, ExecGrace: time.Second})
+				StartTimeout: 10 * time.Second, CreateTimeout: 3 * time.Second, CallTimeout: 5 * time.Second, ExecGrace: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -474,8 +474,18 @@ func (s *server) delete(raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	// Stop what still runs in it (commands started from its workspace), then remove it.
-	_ = exec.Command("sh", "-c", "for p in /proc/[0-9]*; do case $(readlink $p/cwd 2>/dev/null) in "+d+"/*) kill -9 ${p#/proc/} 2>/dev/null;; esac; done").Run()
+	// Stop what still runs in it (commands whose working directory is inside it, from
+	// this or an earlier plugin process), then remove it.
+	procs, _ := os.ReadDir("/proc")
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && strings.HasPrefix(cwd, d+"/") {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 	return os.RemoveAll(d)
 }
 
