@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/talkops/talkops/providers/contract"
 	"github.com/talkops/talkops/providers/plugin/plugintest"
@@ -290,5 +293,62 @@ func TestPluginCommandRelativePath(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
 		t.Error("the project's plugin.sh ran")
+	}
+}
+
+// TestPluginSignals: a real talkops process running a plugin sandbox is stopped during
+// the setup script. SIGTERM tears down through the plugin (exit 143, the command and the
+// plugin gone); SIGKILL leaves the sandbox, the plugin exits on its closed stdin, and
+// `talkops sandbox gc` reaps the sandbox through the plugin.
+func TestPluginSignals(t *testing.T) {
+	t.Parallel()
+	goPlugin := plugintest.GoPlugin(t)
+	tests := []struct {
+		name, table string
+		sig         syscall.Signal
+	}{
+		{name: "SIGTERM go plugin", table: fmt.Sprintf("command = [%q]\noptions = { root = \"$ROOT\" }\n", goPlugin), sig: syscall.SIGTERM},
+		{name: "SIGTERM python backend", table: pythonAcme, sig: syscall.SIGTERM},
+		{name: "SIGKILL go plugin", table: fmt.Sprintf("command = [%q]\noptions = { root = \"$ROOT\" }\n", goPlugin), sig: syscall.SIGKILL},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if strings.Contains(tc.table, "backend") {
+				plugintest.Python(t)
+			}
+			env, root := pluginUserEnv(t, tc.table)
+			pidFile := filepath.Join(t.TempDir(), "work.pid")
+			dir := project(t, map[string]string{"r.toml": passRubric, "README.md": "hi\n",
+				"setup.sh": "echo $$ > " + pidFile + "\nsleep 30\n"})
+			cmd, out := startTalkops(t, dir, env, "--sandbox", "acme", "--sandbox-setup", "setup.sh", "--rubric", "r.toml")
+			pid, err := strconv.Atoi(waitFile(t, pidFile, 30*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			code := waitExit(t, cmd, 20*time.Second)
+			if tc.sig == syscall.SIGKILL {
+				waitFor(t, 10*time.Second, func() bool { return len(plugintest.LivePIDs(root)) == 0 })
+				if ids := plugintest.Alive(root); len(ids) != 1 {
+					t.Fatalf("sandboxes after SIGKILL: %v, want the one the run left", ids)
+				}
+				got := runIn(t, dir, env, "sandbox", "gc", "--provider", "acme", "--older-than", "0s")
+				if got.code != 0 {
+					t.Fatalf("sandbox gc: exit %d\n%s%s", got.code, got.stdout, got.stderr)
+				}
+			} else if code != 143 {
+				t.Fatalf("exit %d, want 143\n%s", code, out)
+			}
+			waitFor(t, 5*time.Second, func() bool { return processGone(pid) })
+			if ids := plugintest.Alive(root); len(ids) > 0 {
+				t.Errorf("sandboxes left: %v\n%s", ids, out)
+			}
+			if pids := plugintest.LivePIDs(root); len(pids) > 0 {
+				t.Errorf("plugin processes left: %v", pids)
+			}
+		})
 	}
 }

@@ -85,8 +85,10 @@ func main() {
 			go func() { defer wg.Done(); s.handle(req) }()
 		}
 		if err != nil {
-			wg.Wait()
-			return // stdin closed: talkops is gone
+			// stdin closed without a shutdown: talkops is gone. Exit now; what runs in
+			// the sandboxes stays for `talkops sandbox gc`, as on a remote platform.
+			fmt.Fprintln(os.Stderr, "testplugin: stdin closed, exiting")
+			return
 		}
 	}
 }
