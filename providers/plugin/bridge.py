@@ -104,7 +104,10 @@ class BackendSource:
 
     def delete(self, sandbox_id, backend):
         if backend is None:
-            raise ProtocolError("not_found", "no sandbox %r in this bridge process" % sandbox_id)
+            # Not "not_found": the sandbox may well exist, talkops must not forget it.
+            raise ProtocolError("not_supported", "sandbox %r was created by an earlier bridge process; a backend "
+                                "class can only delete its own sandboxes (register a SandboxProvider with delete() "
+                                "to let talkops reap by id)" % sandbox_id)
         for name in TEARDOWN_METHODS:
             method = getattr(backend, name, None)
             if callable(method):
@@ -182,14 +185,17 @@ class Bridge:
             if req.get("op") in ("hello", "shutdown"):
                 self.handle(req)
                 if req["op"] == "shutdown":
-                    break
+                    for t in threads:
+                        t.join()
+                    return 0
                 continue
             t = threading.Thread(target=self.handle, args=(req,), daemon=True)
             t.start()
             threads.append(t)
             threads = [t for t in threads if t.is_alive()]
-        for t in threads:
-            t.join()
+        # stdin closed without a shutdown: talkops is gone. Exit now (the request threads
+        # are daemons); the sandboxes stay for `talkops sandbox gc`.
+        log("stdin closed, exiting")
         return 0
 
     def handle(self, req):
