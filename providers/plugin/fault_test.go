@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,4 +116,47 @@ func step(ctx context.Context, t *testing.T, p *plugin.Provider, op string) erro
 		t.Errorf("Close after the %s fault = %v, want nil (a fresh plugin deletes the sandbox)", op, err)
 	}
 	return opErr
+}
+
+// TestPythonBridgeCrash: a bridge that dies mid-run takes its backend objects with it.
+// The next call starts a fresh bridge; deleting the sandbox from there is
+// ErrNotSupported, never a silent success, so the sandbox stays in talkops' ledger.
+func TestPythonBridgeCrash(t *testing.T) {
+	t.Parallel()
+	python := plugintest.Python(t)
+	root := t.TempDir()
+	p, err := plugin.New(plugin.Options{Name: "acme", Python: python,
+		BridgeArgs: plugin.BackendArgs("acme_sandbox.backend:AcmeSandboxBackend"),
+		Env:        []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir()},
+		Options:    map[string]any{"root": root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	sb, err := p.Create(ctx, providers.Spec{RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := plugintest.LivePIDs(root)
+	if len(pids) != 1 {
+		t.Fatalf("bridge pids = %v, want one", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sb.Exec(ctx, providers.Cmd{Argv: []string{"true"}})
+	var pe *plugin.ProcessError
+	if !errors.As(err, &pe) && !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("Exec after the bridge died = %v, want a ProcessError or ErrNotFound", err)
+	}
+	err = sb.Close(ctx)
+	if !errors.Is(err, providers.ErrNotSupported) {
+		t.Errorf("Close after the bridge died = %v, want ErrNotSupported (the sandbox may still exist)", err)
+	}
+	if ids := plugintest.Alive(root); len(ids) != 1 {
+		t.Errorf("sandboxes = %v, want the one the dead bridge made", ids)
+	}
+	if pids := plugintest.LivePIDs(root); len(pids) > 0 {
+		t.Errorf("bridge processes left: %v", pids)
+	}
 }
