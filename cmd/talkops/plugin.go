@@ -74,7 +74,7 @@ func newPluginProvider(name string) providerMaker {
 // locate programs and files taken from getenv.
 func pluginEnv(getenv func(string) string) []string {
 	env := os.Environ()
-	for _, k := range []string{"PATH", "HOME", "PYTHONPATH", "TMPDIR"} {
+	for _, k := range []string{"PATH", "HOME", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "TMPDIR"} {
 		if v := getenv(k); v != "" {
 			env = append(env, k+"="+v) // a later entry wins
 		}

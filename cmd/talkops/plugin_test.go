@@ -19,7 +19,7 @@ import (
 func pluginUserEnv(t *testing.T, table string) (env map[string]string, root string) {
 	t.Helper()
 	root = t.TempDir()
-	env = testEnv(t, map[string]string{"PYTHONPATH": plugintest.PythonDir()})
+	env = testEnv(t, map[string]string{"PYTHONPATH": plugintest.PythonDir(), "PYTHONDONTWRITEBYTECODE": "1"})
 	cfg := "[sandboxes.providers.acme]\n" + strings.ReplaceAll(table, "$ROOT", root)
 	p := filepath.Join(env["HOME"], ".talkops", "config.toml")
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -241,7 +241,7 @@ func TestEntryPointProviders(t *testing.T) {
 	plugintest.Python(t)
 	t.Run("talkops group, no config", func(t *testing.T) {
 		t.Parallel()
-		env := testEnv(t, map[string]string{"PYTHONPATH": plugintest.PythonDir()})
+		env := testEnv(t, map[string]string{"PYTHONPATH": plugintest.PythonDir(), "PYTHONDONTWRITEBYTECODE": "1"})
 		root := filepath.Join(env["HOME"], "acme-root")
 		dir := project(t, map[string]string{"r.toml": passRubric, "README.md": "hello\n"})
 		got := runIn(t, dir, env, "--sandbox=acmeep", "--rubric", "r.toml")
@@ -273,7 +273,7 @@ func TestEntryPointProviders(t *testing.T) {
 	})
 	t.Run("unknown name still lists the valid ones", func(t *testing.T) {
 		t.Parallel()
-		env := testEnv(t, map[string]string{"PYTHONPATH": plugintest.PythonDir()})
+		env := testEnv(t, map[string]string{"PYTHONPATH": plugintest.PythonDir(), "PYTHONDONTWRITEBYTECODE": "1"})
 		got := runIn(t, project(t, map[string]string{"r.toml": passRubric}), env, "--sandbox=nope", "--rubric", "r.toml")
 		if got.code != 2 || !strings.Contains(got.stderr, `unknown provider "nope"`) {
 			t.Errorf("exit %d, stderr %q; want 2 and unknown provider", got.code, got.stderr)

@@ -25,7 +25,7 @@ func benchProviders(b *testing.B) map[string]providers.Provider {
 	out := map[string]providers.Provider{"local": local.New(local.Options{}), "goplugin": gp}
 	if python := pythonOrSkip(); python != "" {
 		pp, err := plugin.New(plugin.Options{Name: "python", Python: python, BridgeArgs: plugin.BackendArgs("acme_sandbox.backend:AcmeSandboxBackend"),
-			Env: []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir()}, Options: map[string]any{"root": root}})
+			Env: []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir(), "PYTHONDONTWRITEBYTECODE=1"}, Options: map[string]any{"root": root}})
 		if err != nil {
 			b.Fatal(err)
 		}

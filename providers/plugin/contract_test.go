@@ -59,7 +59,7 @@ func TestContractPythonBackend(t *testing.T) {
 		})
 		return &harness{root: root, opts: plugin.Options{Name: "acme", Python: python,
 			BridgeArgs: plugin.BackendArgs("acme_sandbox.backend:AcmeSandboxBackend"),
-			Env:        []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir()},
+			Env:        []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir(), "PYTHONDONTWRITEBYTECODE=1"},
 			Options:    map[string]any{"root": root}}}, nil
 	})
 }
@@ -79,7 +79,7 @@ func TestContractPythonEntryPoint(t *testing.T) {
 		})
 		return &harness{root: root, opts: plugin.Options{Name: "acmeep", Python: python,
 			BridgeArgs: plugin.EntryPointArgs("acmeep"),
-			Env:        []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir()},
+			Env:        []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir(), "PYTHONDONTWRITEBYTECODE=1"},
 			Options:    map[string]any{"root": root}}}, nil
 	})
 }

@@ -127,7 +127,7 @@ func TestPythonBridgeCrash(t *testing.T) {
 	root := t.TempDir()
 	p, err := plugin.New(plugin.Options{Name: "acme", Python: python,
 		BridgeArgs: plugin.BackendArgs("acme_sandbox.backend:AcmeSandboxBackend"),
-		Env:        []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir()},
+		Env:        []string{"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + plugintest.PythonDir(), "PYTHONDONTWRITEBYTECODE=1"},
 		Options:    map[string]any{"root": root}})
 	if err != nil {
 		t.Fatal(err)
