@@ -176,7 +176,10 @@ type setting struct {
 }
 
 type loader struct {
-	opts    Options
+	opts Options
+	// builtin are the caller's provider names; opts.Providers grows by the custom
+	// providers of the user config as it is read.
+	builtin []string
 	getenv  func(string) string
 	workDir string
 	home    string
@@ -185,7 +188,7 @@ type loader struct {
 // Load resolves the configuration. A mistake the user can fix is an *Error; other errors
 // (an unreadable working directory) are wrapped plainly.
 func Load(opts Options) (*Config, error) {
-	l := &loader{opts: opts, getenv: opts.Getenv}
+	l := &loader{opts: opts, builtin: opts.Providers, getenv: opts.Getenv}
 	if l.getenv == nil {
 		l.getenv = os.Getenv
 	}

@@ -392,7 +392,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "unknown provider table",
 			project: "[sandboxes.providers.vercel]\nworking_dir = \"/x\"\n",
-			want:    `.talkops/config.toml:1:22: unknown provider "vercel" in [sandboxes.providers.vercel] (valid providers: local, bwrap, docker, modal, daytona)`,
+			want:    `.talkops/config.toml:1:22: unknown provider "vercel" in [sandboxes.providers.vercel]; a custom provider is a table with command or backend in ~/.talkops/config.toml (valid providers: local, bwrap, docker, modal, daytona)`,
 			line:    1,
 		},
 		{

@@ -28,6 +28,9 @@ type filePos struct {
 // so that it reports unknown keys and bad values at their file:line.
 type ProviderTable struct {
 	Name string
+	// Plugin is set for a custom provider: a table in the user config with command,
+	// backend or options (see pluginKeys), which the plugin provider decodes.
+	Plugin bool
 	// WorkingDir overrides the provider's working directory inside the sandbox; "" keeps
 	// the provider's default.
 	WorkingDir string
@@ -62,6 +65,7 @@ func (t *ProviderTable) merge(src *ProviderTable) {
 	}
 	maps.Copy(ps, src.pos)
 	t.Values, t.pos, t.header = vals, ps, src.header
+	t.Plugin = t.Plugin || src.Plugin
 }
 
 // finish moves working_dir out of Values.

@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -328,6 +330,17 @@ type fileValues struct {
 // readDoc validates a decoded document against the schema and collects its settings.
 func (l *loader) readDoc(f *fileSource, doc map[string]any) (*fileValues, error) {
 	fv := &fileValues{settings: map[string]setting{}, spelled: map[string]string{}, providers: map[string]*ProviderTable{}, mcp: map[string]*ProviderTable{}}
+	if f.layer == layerUser && l.opts.Providers != nil {
+		// [sandboxes] default may name a custom provider defined further down the file.
+		sb, _ := doc["sandboxes"].(map[string]any)
+		provs, _ := sb["providers"].(map[string]any)
+		for _, name := range sortedKeys(provs, f.ix, []string{"sandboxes", "providers"}) {
+			tbl, ok := provs[name].(map[string]any)
+			if ok && isPluginTable(tbl) && !slices.Contains(l.opts.Providers, name) {
+				l.opts.Providers = append(slices.Clone(l.opts.Providers), name)
+			}
+		}
+	}
 	if err := l.walk(f, fv, root, doc, nil); err != nil {
 		return nil, err
 	}
@@ -409,16 +422,23 @@ func (l *loader) readProviders(f *fileSource, fv *fileValues, m map[string]any, 
 	for _, name := range sortedKeys(m, f.ix, path) {
 		p := append(slices.Clone(path), name)
 		dotted := strings.Join(p, ".")
+		tbl, isTable := m[name].(map[string]any)
+		// A built-in's table may have an options key of its own; only other names are plugins.
+		plugin := isTable && isPluginTable(tbl) && !slices.Contains(l.builtin, name)
+		if err := l.checkPlugin(f, name, dotted, p, tbl, plugin); err != nil {
+			return err
+		}
 		if l.opts.Providers != nil && !slices.Contains(l.opts.Providers, name) {
-			e := f.errAt(f.ix.key(p), dotted, fmt.Sprintf("unknown provider %q in [%s]", name, dotted), nil)
+			e := f.errAt(f.ix.key(p), dotted, fmt.Sprintf("unknown provider %q in [%s]; a custom provider is a table with command or backend in ~/.talkops/config.toml",
+				name, dotted), nil)
 			e.Valid, e.ValidWhat = l.opts.Providers, "providers"
 			return e
 		}
-		tbl, ok := m[name].(map[string]any)
-		if !ok {
+		if !isTable {
 			return f.errAt(f.ix.val(p), dotted, fmt.Sprintf("%s: want a table [%s], got %s", dotted, dotted, typeName(m[name])), nil)
 		}
 		pt := newTable(f, tbl, p, name)
+		pt.Plugin = plugin
 		if wd, ok := tbl[workingDirKey]; ok {
 			s, isString := wd.(string)
 			wp := append(slices.Clone(p), workingDirKey)
@@ -484,4 +504,70 @@ func (l *loader) readMCPServers(f *fileSource, fv *fileValues, m map[string]any,
 		fv.mcp[name] = pt
 	}
 	return nil
+}
+
+// pluginKeys make a [sandboxes.providers.NAME] table a custom provider (a plugin): the
+// executable to run (command), the Python class the bridge serves (backend), or only the
+// options for a provider found by Python entry point.
+//
+// These keys are trusted-only: they make talkops run a program on the host, so only the
+// user's own ~/.talkops/config.toml may set them, never a project's .talkops/config.toml
+// (which a pull request can change). A project file may still select a configured plugin
+// by name and set its working_dir, which only changes the inside of the sandbox.
+var pluginKeys = []string{"command", "backend", "options"}
+
+func isPluginTable(tbl map[string]any) bool {
+	for _, k := range pluginKeys {
+		if _, ok := tbl[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPlugin enforces where a plugin table may be, and makes a valid one's name a valid
+// provider for the rest of the load (flags, environment and the project file).
+func (l *loader) checkPlugin(f *fileSource, name, dotted string, p []string, tbl map[string]any, plugin bool) error {
+	if !plugin {
+		return nil
+	}
+	key := ""
+	for _, k := range pluginKeys {
+		if _, ok := tbl[k]; ok {
+			key = k
+			break
+		}
+	}
+	kp := append(slices.Clone(p), key)
+	if f.layer != layerUser {
+		return f.errAt(f.ix.key(kp), dotted+"."+key, fmt.Sprintf(
+			"%s.%s is trusted-only: a custom provider runs a program on this machine, so it is configured in ~/.talkops/config.toml, not in a project's config", dotted, key), nil)
+	}
+	if l.opts.Providers != nil && !slices.Contains(l.opts.Providers, name) {
+		l.opts.Providers = append(slices.Clone(l.opts.Providers), name)
+	}
+	return nil
+}
+
+// PluginNames returns the names of the custom providers in the user config file under
+// home, in file order, for the command line's --sandbox NAME before the whole
+// configuration is loaded. A missing or invalid file gives none (Load reports it).
+func PluginNames(home string) []string {
+	data, err := os.ReadFile(filepath.Join(home, ".talkops", "config.toml"))
+	if err != nil {
+		return nil
+	}
+	doc, ix, err := decodeTOML(data)
+	if err != nil {
+		return nil
+	}
+	sb, _ := doc["sandboxes"].(map[string]any)
+	provs, _ := sb["providers"].(map[string]any)
+	var names []string
+	for _, name := range sortedKeys(provs, ix, []string{"sandboxes", "providers"}) {
+		if tbl, ok := provs[name].(map[string]any); ok && isPluginTable(tbl) {
+			names = append(names, name)
+		}
+	}
+	return names
 }

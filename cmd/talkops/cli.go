@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,11 +19,12 @@ import (
 
 // cli is the kong grammar. Each command's Run calls into one package.
 type cli struct {
-	Run     runCmd     `cmd:"" default:"withargs" help:"Run the pipeline: provision, sync, setup, the agent on the prompt, the rubric, the verdict, teardown (the default command)."`
-	Report  ReportCmd  `cmd:"" help:"Publish a finished run's result.json (reports, GitHub, GitLab) without running anything."`
-	Sandbox SandboxCmd `cmd:"" help:"List or garbage-collect sandboxes talkops created."`
-	Config  configCmd  `cmd:"" help:"Print the resolved configuration, each value with its source."`
-	Version versionCmd `cmd:"" help:"Print the version and commit."`
+	Run      runCmd      `cmd:"" default:"withargs" help:"Run the pipeline: provision, sync, setup, the agent on the prompt, the rubric, the verdict, teardown (the default command)."`
+	Report   ReportCmd   `cmd:"" help:"Publish a finished run's result.json (reports, GitHub, GitLab) without running anything."`
+	Sandbox  SandboxCmd  `cmd:"" help:"List or garbage-collect sandboxes talkops created."`
+	Provider ProviderCmd `cmd:"" help:"Check a sandbox provider (built-in or custom) against the sandbox contract."`
+	Config   configCmd   `cmd:"" help:"Print the resolved configuration, each value with its source."`
+	Version  versionCmd  `cmd:"" help:"Print the version and commit."`
 }
 
 // app carries the process's I/O so tests can drive run() without a subprocess.
@@ -108,7 +110,7 @@ func (a *app) main(ctx context.Context, args []string) (err error) {
 			}
 		}
 	}()
-	kctx, err := parser.Parse(normalizeArgs(args))
+	kctx, err := parser.Parse(normalizeArgs(args, config.PluginNames(a.getenv("HOME"))...))
 	if err != nil {
 		fmt.Fprintf(stderr, "talkops: %v\n", err)
 		fmt.Fprintln(stderr, "Run 'talkops --help' for usage.")
@@ -124,7 +126,7 @@ const sandboxBare = "\x00default"
 // normalizeArgs gives --sandbox its optional value: `--sandbox` alone, or followed by a
 // flag or a word that is not a provider name, means the configured default; TalkOps's
 // flag swallowed the next word (a prompt) instead.
-func normalizeArgs(args []string) []string {
+func normalizeArgs(args []string, plugins ...string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
@@ -136,7 +138,7 @@ func normalizeArgs(args []string) []string {
 			out = append(out, arg)
 			continue
 		}
-		if i+1 < len(args) && isProviderName(args[i+1]) {
+		if i+1 < len(args) && (isProviderName(args[i+1]) || slices.Contains(plugins, args[i+1])) {
 			out = append(out, "--sandbox="+args[i+1])
 			i++
 			continue

@@ -17,6 +17,7 @@ import (
 	"github.com/talkops/talkops/providers/fake"
 	"github.com/talkops/talkops/providers/langsmith"
 	"github.com/talkops/talkops/providers/local"
+	"github.com/talkops/talkops/providers/plugin"
 	"github.com/talkops/talkops/providers/runloop"
 	"github.com/talkops/talkops/providers/state"
 	"github.com/talkops/talkops/providers/vercel"
@@ -100,13 +101,29 @@ var providerMakers = map[string]providerMaker{
 
 // lookupProvider finds a provider's constructor; an unknown name (or the test-only fake
 // outside tests) is a usage error listing the valid ones.
-func lookupProvider(name string, getenv func(string) string) (providerMaker, error) {
+func lookupProvider(cfg *config.Config, name string, getenv func(string) string) (providerMaker, error) {
 	valid := providerNamesFor(getenv)
+	if t, ok := cfg.Providers[name]; ok && t.Plugin {
+		return newPluginProvider(name), nil
+	}
+	valid = append(valid, configuredPlugins(cfg)...)
 	newProvider, ok := providerMakers[name]
 	if !ok || !slices.Contains(valid, name) {
 		return nil, usagef("unknown sandbox provider %q (valid: %s)", name, strings.Join(valid, ", "))
 	}
 	return newProvider, nil
+}
+
+// configuredPlugins lists the custom providers of the user config, sorted.
+func configuredPlugins(cfg *config.Config) []string {
+	var names []string
+	for name, t := range cfg.Providers {
+		if t.Plugin {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // workingDir is [sandboxes.providers.NAME] working_dir, or "" for the provider's default.
@@ -146,7 +163,7 @@ func (a *app) listers(ctx context.Context, names []string) (map[string]providers
 	}
 	out := map[string]providers.Lister{}
 	for _, name := range names {
-		newProvider, err := lookupProvider(name, a.getenv)
+		newProvider, err := lookupProvider(cfg, name, a.getenv)
 		if err != nil {
 			return nil, err
 		}
@@ -155,6 +172,14 @@ func (a *app) listers(ctx context.Context, names []string) (map[string]providers
 			return nil, err
 		}
 		l, ok := p.(providers.Lister)
+		if pp, isPlugin := p.(*plugin.Provider); isPlugin {
+			// A plugin says whether it can list only once it runs.
+			caps, err := pp.Capabilities(ctx)
+			if err != nil {
+				return nil, err
+			}
+			ok = caps.List
+		}
 		if !ok {
 			if !all {
 				return nil, fmt.Errorf("the %s provider cannot list its sandboxes", name)

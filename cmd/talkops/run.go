@@ -112,7 +112,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Options{
+	cfg, err := loadConfig(ctx, a, config.Options{
 		Flags: flags, FlagNames: names, Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv),
 	})
 	if err != nil {
@@ -287,7 +287,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 // then the spec, the setup script and the workspace sync.
 func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
 	name := cfg.Sandbox.Provider
-	newProvider, err := lookupProvider(name, a.getenv)
+	newProvider, err := lookupProvider(cfg, name, a.getenv)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package providertest
+package contract
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"path"
 	"slices"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/talkops/talkops/providers"
@@ -32,7 +31,7 @@ type suite struct {
 	p providers.Provider
 }
 
-func newSuite(t *testing.T, newHarness HarnessMaker) *suite {
+func newSuite(t T, newHarness HarnessMaker) *suite {
 	t.Helper()
 	h, err := newHarness(t.Context(), t)
 	if err != nil {
@@ -50,7 +49,7 @@ func newSuite(t *testing.T, newHarness HarnessMaker) *suite {
 }
 
 // spec returns the harness's Spec completed with the labels every created sandbox carries.
-func (s *suite) spec(t *testing.T) providers.Spec {
+func (s *suite) spec(t T) providers.Spec {
 	t.Helper()
 	spec := s.h.Spec(t)
 	if spec.RunID == "" {
@@ -79,12 +78,12 @@ func (s *suite) spec(t *testing.T) providers.Spec {
 
 // create provisions a sandbox that is closed (with a fresh context) when the test ends,
 // and then must be gone from the harness's Alive list.
-func (s *suite) create(t *testing.T) providers.Sandbox {
+func (s *suite) create(t T) providers.Sandbox {
 	t.Helper()
 	return s.createSpec(t.Context(), t, s.spec(t))
 }
 
-func (s *suite) createSpec(ctx context.Context, t *testing.T, spec providers.Spec) providers.Sandbox {
+func (s *suite) createSpec(ctx context.Context, t T, spec providers.Spec) providers.Sandbox {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -114,7 +113,7 @@ func (s *suite) createSpec(ctx context.Context, t *testing.T, spec providers.Spe
 }
 
 // assertGone fails the test if the harness still lists id as alive.
-func (s *suite) assertGone(ctx context.Context, t *testing.T, id string) {
+func (s *suite) assertGone(ctx context.Context, t T, id string) {
 	t.Helper()
 	ids, ok := s.h.Alive(ctx)
 	if ok && slices.Contains(ids, id) {
@@ -123,7 +122,7 @@ func (s *suite) assertGone(ctx context.Context, t *testing.T, id string) {
 }
 
 // exec runs cmd and fails the test on an infrastructure error.
-func exec(t *testing.T, sb providers.Sandbox, cmd providers.Cmd) providers.ExecResult {
+func exec(t T, sb providers.Sandbox, cmd providers.Cmd) providers.ExecResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 	defer cancel()
@@ -135,7 +134,7 @@ func exec(t *testing.T, sb providers.Sandbox, cmd providers.Cmd) providers.ExecR
 }
 
 // sh runs a shell script and fails the test unless it exits 0.
-func sh(t *testing.T, sb providers.Sandbox, script string) string {
+func sh(t T, sb providers.Sandbox, script string) string {
 	t.Helper()
 	res := exec(t, sb, providers.Shell(script))
 	if res.ExitCode != 0 {
@@ -145,7 +144,7 @@ func sh(t *testing.T, sb providers.Sandbox, script string) string {
 }
 
 // download reads a whole file through Download.
-func download(t *testing.T, sb providers.Sandbox, p string) []byte {
+func download(t T, sb providers.Sandbox, p string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 	defer cancel()
@@ -161,7 +160,7 @@ func download(t *testing.T, sb providers.Sandbox, p string) []byte {
 	return b
 }
 
-func upload(t *testing.T, sb providers.Sandbox, dir string, tgz []byte) {
+func upload(t T, sb providers.Sandbox, dir string, tgz []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 	defer cancel()
@@ -186,7 +185,7 @@ func startExec(ctx context.Context, sb providers.Sandbox, cmd providers.Cmd) <-c
 }
 
 // await waits at most d for an outcome.
-func await(t *testing.T, ch <-chan execOutcome, d time.Duration, what string) execOutcome {
+func await(t T, ch <-chan execOutcome, d time.Duration, what string) execOutcome {
 	t.Helper()
 	select {
 	case o := <-ch:
@@ -197,7 +196,7 @@ func await(t *testing.T, ch <-chan execOutcome, d time.Duration, what string) ex
 	}
 }
 
-func randomHex(t *testing.T, n int) string {
+func randomHex(t T, n int) string {
 	t.Helper()
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {

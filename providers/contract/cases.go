@@ -1,4 +1,4 @@
-package providertest
+package contract
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -23,7 +22,7 @@ import (
 	"github.com/talkops/talkops/providers/archive"
 )
 
-func testProvisionClose(t *testing.T, s *suite) {
+func testProvisionClose(t T, s *suite) {
 	sb := s.create(t)
 	if res := exec(t, sb, providers.Cmd{Argv: []string{"true"}}); res.ExitCode != 0 {
 		t.Fatalf("Exec(true) exit code = %d, want 0; stderr: %s", res.ExitCode, res.Stderr)
@@ -37,7 +36,7 @@ func testProvisionClose(t *testing.T, s *suite) {
 	s.assertGone(t.Context(), t, sb.ID())
 }
 
-func testCloseTwice(t *testing.T, s *suite) {
+func testCloseTwice(t T, s *suite) {
 	sb := s.create(t)
 	for i := 1; i <= 2; i++ {
 		if err := sb.Close(t.Context()); err != nil {
@@ -46,7 +45,7 @@ func testCloseTwice(t *testing.T, s *suite) {
 	}
 }
 
-func testCreateCancelled(t *testing.T, s *suite) {
+func testCreateCancelled(t T, s *suite) {
 	before, ok := s.h.Alive(t.Context())
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -67,7 +66,7 @@ func testCreateCancelled(t *testing.T, s *suite) {
 	}
 }
 
-func testExecEcho(t *testing.T, s *suite) {
+func testExecEcho(t T, s *suite) {
 	sb := s.create(t)
 	// Arguments must reach the program verbatim, even through providers whose API runs a
 	// shell string.
@@ -92,7 +91,7 @@ func testExecEcho(t *testing.T, s *suite) {
 	}
 }
 
-func testExecEmptyArgv(t *testing.T, s *suite) {
+func testExecEmptyArgv(t T, s *suite) {
 	sb := s.create(t)
 	for _, argv := range [][]string{nil, {}} {
 		ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
@@ -104,7 +103,7 @@ func testExecEmptyArgv(t *testing.T, s *suite) {
 	}
 }
 
-func testStdoutStderrApart(t *testing.T, s *suite) {
+func testStdoutStderrApart(t T, s *suite) {
 	sb := s.create(t)
 	var outStream, errStream syncBuffer
 	cmd := providers.Shell("echo out1; echo err1 >&2; echo out2; echo err2 >&2")
@@ -117,10 +116,10 @@ func testStdoutStderrApart(t *testing.T, s *suite) {
 	}
 }
 
-func testExecNonZeroExit(t *testing.T, s *suite) {
+func testExecNonZeroExit(t T, s *suite) {
 	sb := s.create(t)
 	for _, code := range []int{1, 2, 42, 255} {
-		t.Run(fmt.Sprint(code), func(t *testing.T) {
+		t.Run(fmt.Sprint(code), func(t T) {
 			script := fmt.Sprintf("echo failing >&2; exit %d", code)
 			res := exec(t, sb, providers.Shell(script))
 			if res.ExitCode != code || res.TimedOut || string(res.Stderr) != "failing\n" {
@@ -131,7 +130,7 @@ func testExecNonZeroExit(t *testing.T, s *suite) {
 	}
 }
 
-func testExecEnvAndDir(t *testing.T, s *suite) {
+func testExecEnvAndDir(t T, s *suite) {
 	spec := s.spec(t)
 	env := maps.Clone(spec.Env)
 	if env == nil {
@@ -144,7 +143,7 @@ func testExecEnvAndDir(t *testing.T, s *suite) {
 
 	const script = `printf '%s|%s|%s' "$PROVIDERTEST_SPEC" "$PROVIDERTEST_CMD" "$PROVIDERTEST_OVERRIDE"`
 	tricky := `a "quoted" 'value' with $dollar, \backslash and spaces`
-	t.Run("CmdEnv", func(t *testing.T) {
+	t.Run("CmdEnv", func(t T) {
 		cmd := providers.Shell(script)
 		cmd.Env = map[string]string{"PROVIDERTEST_CMD": tricky, "PROVIDERTEST_OVERRIDE": "cmd"}
 		res := exec(t, sb, cmd)
@@ -152,7 +151,7 @@ func testExecEnvAndDir(t *testing.T, s *suite) {
 			t.Errorf("Exec with Cmd.Env: stdout = %q, want %q", got, want)
 		}
 	})
-	t.Run("CmdEnvIsPerCommand", func(t *testing.T) {
+	t.Run("CmdEnvIsPerCommand", func(t T) {
 		res := exec(t, sb, providers.Shell(script))
 		if got, want := string(res.Stdout), "from spec||spec"; got != want {
 			t.Errorf("Exec without Cmd.Env: stdout = %q, want %q", got, want)
@@ -173,7 +172,7 @@ func testExecEnvAndDir(t *testing.T, s *suite) {
 		{"DotRelative", "./sub", physical + "/sub"},
 		{"Absolute", path.Join(wd, "sub"), physical + "/sub"},
 	} {
-		t.Run("Dir"+tc.name, func(t *testing.T) {
+		t.Run("Dir"+tc.name, func(t T) {
 			cmd := providers.Shell("pwd -P")
 			cmd.Dir = tc.dir
 			res := exec(t, sb, cmd)
@@ -184,9 +183,9 @@ func testExecEnvAndDir(t *testing.T, s *suite) {
 	}
 }
 
-func testExecStdin(t *testing.T, s *suite) {
+func testExecStdin(t T, s *suite) {
 	sb := s.create(t)
-	t.Run("Binary", func(t *testing.T) {
+	t.Run("Binary", func(t T) {
 		payload := make([]byte, 0, 256*512)
 		for i := range cap(payload) {
 			payload = append(payload, byte(i))
@@ -197,7 +196,7 @@ func testExecStdin(t *testing.T, s *suite) {
 			t.Errorf("Exec(cat) with %d bytes of stdin: got %d bytes exit %d, want them back exit 0", len(payload), len(res.Stdout), res.ExitCode)
 		}
 	})
-	t.Run("Nil", func(t *testing.T) {
+	t.Run("Nil", func(t T) {
 		// A nil Stdin is empty: cat must see EOF at once, not wait for input.
 		res := exec(t, sb, providers.Cmd{Argv: []string{"cat"}})
 		if len(res.Stdout) != 0 || res.ExitCode != 0 {
@@ -206,7 +205,7 @@ func testExecStdin(t *testing.T, s *suite) {
 	})
 }
 
-func testExecConcurrent(t *testing.T, s *suite) {
+func testExecConcurrent(t T, s *suite) {
 	sb := s.create(t)
 	const n = 8
 	var wg sync.WaitGroup
@@ -240,7 +239,7 @@ func heartbeat(file string) string {
 }
 
 // waitForFile waits until Download of p returns something.
-func waitForFile(t *testing.T, sb providers.Sandbox, p string) {
+func waitForFile(t T, sb providers.Sandbox, p string) {
 	t.Helper()
 	deadline := time.Now().Add(promptly)
 	for time.Now().Before(deadline) {
@@ -265,7 +264,7 @@ func fileSize(ctx context.Context, sb providers.Sandbox, p string) (int, error) 
 }
 
 // assertTreeDead fails if the heartbeat file keeps growing.
-func assertTreeDead(t *testing.T, sb providers.Sandbox, file string) {
+func assertTreeDead(t T, sb providers.Sandbox, file string) {
 	t.Helper()
 	n1, err := fileSize(t.Context(), sb, file)
 	if err != nil {
@@ -281,7 +280,7 @@ func assertTreeDead(t *testing.T, sb providers.Sandbox, file string) {
 	}
 }
 
-func testExecCancel(t *testing.T, s *suite) {
+func testExecCancel(t T, s *suite) {
 	sb := s.create(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -301,9 +300,9 @@ func testExecCancel(t *testing.T, s *suite) {
 	}
 }
 
-func testExecTimeout(t *testing.T, s *suite) {
+func testExecTimeout(t T, s *suite) {
 	sb := s.create(t)
-	t.Run("Expires", func(t *testing.T) {
+	t.Run("Expires", func(t T) {
 		cmd := providers.Shell(heartbeat("beat-timeout"))
 		cmd.Timeout = 2 * time.Second
 		start := time.Now()
@@ -317,7 +316,7 @@ func testExecTimeout(t *testing.T, s *suite) {
 		}
 		assertTreeDead(t, sb, "beat-timeout")
 	})
-	t.Run("NotReached", func(t *testing.T) {
+	t.Run("NotReached", func(t T) {
 		cmd := providers.Shell("echo quick")
 		cmd.Timeout = time.Minute
 		res := exec(t, sb, cmd)
@@ -327,7 +326,7 @@ func testExecTimeout(t *testing.T, s *suite) {
 	})
 }
 
-func testOutputLimit(t *testing.T, s *suite) {
+func testOutputLimit(t T, s *suite) {
 	sb := s.create(t)
 	const limit = 4096
 	const lines = 5000
@@ -367,7 +366,7 @@ func testOutputLimit(t *testing.T, s *suite) {
 func head(s string) string { return s[:min(len(s), 40)] }
 func tail(s string) string { return s[max(0, len(s)-40):] }
 
-func testExecNotFound(t *testing.T, s *suite) {
+func testExecNotFound(t T, s *suite) {
 	sb := s.create(t)
 	for _, tc := range []struct {
 		name string
@@ -377,7 +376,7 @@ func testExecNotFound(t *testing.T, s *suite) {
 		{"AbsolutePath", []string{"/nonexistent/providertest/program"}},
 		{"InShell", []string{"sh", "-c", "providertest-no-such-program"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name, func(t T) {
 			ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 			defer cancel()
 			res, err := sb.Exec(ctx, providers.Cmd{Argv: tc.argv})
@@ -388,7 +387,7 @@ func testExecNotFound(t *testing.T, s *suite) {
 	}
 }
 
-func testUploadDownload(t *testing.T, s *suite) {
+func testUploadDownload(t T, s *suite) {
 	sb := s.create(t)
 	binary := make([]byte, 256*16)
 	for i := range binary {
@@ -443,7 +442,7 @@ func testUploadDownload(t *testing.T, s *suite) {
 		t.Errorf("test -x up/plain.txt = 0, want non-zero (mode 0644 must not become executable)")
 	}
 
-	t.Run("IntoWorkDir", func(t *testing.T) {
+	t.Run("IntoWorkDir", func(t T) {
 		tgz, err := archive.TarGz(archive.Entry{Name: "top.txt", Body: []byte("top\n")})
 		if err != nil {
 			t.Fatal(err)
@@ -453,7 +452,7 @@ func testUploadDownload(t *testing.T, s *suite) {
 			t.Errorf("Upload(\"\") then cat top.txt = %q, want %q", got, "top\n")
 		}
 	})
-	t.Run("AbsoluteDir", func(t *testing.T) {
+	t.Run("AbsoluteDir", func(t T) {
 		tgz, err := archive.TarGz(archive.Entry{Name: "x.txt", Body: []byte("x\n")})
 		if err != nil {
 			t.Fatal(err)
@@ -464,7 +463,7 @@ func testUploadDownload(t *testing.T, s *suite) {
 			t.Errorf("Upload(%q) then Download(absdir/x.txt) = %q, want %q", dir, got, "x\n")
 		}
 	})
-	t.Run("Overwrite", func(t *testing.T) {
+	t.Run("Overwrite", func(t T) {
 		for _, body := range []string{"first version, longer\n", "second\n"} {
 			tgz, err := archive.TarGz(archive.Entry{Name: "over.txt", Body: []byte(body)})
 			if err != nil {
@@ -478,7 +477,7 @@ func testUploadDownload(t *testing.T, s *suite) {
 	})
 }
 
-func testDownloadMissing(t *testing.T, s *suite) {
+func testDownloadMissing(t T, s *suite) {
 	sb := s.create(t)
 	for _, p := range []string{"providertest-missing", "missing-dir/file"} {
 		ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
@@ -493,7 +492,7 @@ func testDownloadMissing(t *testing.T, s *suite) {
 	}
 }
 
-func closed(t *testing.T, s *suite) providers.Sandbox {
+func closed(t T, s *suite) providers.Sandbox {
 	t.Helper()
 	sb := s.create(t)
 	if err := sb.Close(t.Context()); err != nil {
@@ -502,7 +501,7 @@ func closed(t *testing.T, s *suite) providers.Sandbox {
 	return sb
 }
 
-func testExecAfterClose(t *testing.T, s *suite) {
+func testExecAfterClose(t T, s *suite) {
 	sb := closed(t, s)
 	_, err := sb.Exec(t.Context(), providers.Shell("echo hi"))
 	if !errors.Is(err, providers.ErrClosed) {
@@ -510,7 +509,7 @@ func testExecAfterClose(t *testing.T, s *suite) {
 	}
 }
 
-func testUploadAfterClose(t *testing.T, s *suite) {
+func testUploadAfterClose(t T, s *suite) {
 	sb := closed(t, s)
 	tgz, err := archive.TarGz(archive.Entry{Name: "f", Body: []byte("f")})
 	if err != nil {
@@ -521,7 +520,7 @@ func testUploadAfterClose(t *testing.T, s *suite) {
 	}
 }
 
-func testDownloadAfterClose(t *testing.T, s *suite) {
+func testDownloadAfterClose(t T, s *suite) {
 	sb := closed(t, s)
 	rc, err := sb.Download(t.Context(), "f")
 	if err == nil {
@@ -532,7 +531,7 @@ func testDownloadAfterClose(t *testing.T, s *suite) {
 	}
 }
 
-func testCloseKillsExec(t *testing.T, s *suite) {
+func testCloseKillsExec(t T, s *suite) {
 	sb := s.create(t)
 	ch := startExec(t.Context(), sb, providers.Shell("sleep 30"))
 	// Give the command time to start; Close must kill it either way.
@@ -546,7 +545,7 @@ func testCloseKillsExec(t *testing.T, s *suite) {
 	}
 }
 
-func testCloseAfterParentCancel(t *testing.T, s *suite) {
+func testCloseAfterParentCancel(t T, s *suite) {
 	runCtx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	sb := s.createSpec(runCtx, t, s.spec(t))
@@ -562,7 +561,7 @@ func testCloseAfterParentCancel(t *testing.T, s *suite) {
 	s.assertGone(ctx, t, sb.ID())
 }
 
-func testAttachNeverDeletes(t *testing.T, s *suite) {
+func testAttachNeverDeletes(t T, s *suite) {
 	sb := s.create(t)
 	sh(t, sb, "echo original > attach.txt")
 	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
@@ -591,7 +590,7 @@ func testAttachNeverDeletes(t *testing.T, s *suite) {
 	}
 }
 
-func testAttachUnknown(t *testing.T, s *suite) {
+func testAttachUnknown(t T, s *suite) {
 	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 	defer cancel()
 	att, err := s.p.Attach(ctx, "providertest-unknown-"+randomHex(t, 4))
@@ -603,7 +602,7 @@ func testAttachUnknown(t *testing.T, s *suite) {
 	}
 }
 
-func testNoLeaks(t *testing.T, s *suite) {
+func testNoLeaks(t T, s *suite) {
 	before, ok := s.h.Alive(t.Context())
 	if !ok {
 		t.Skip("the harness cannot list live sandboxes")

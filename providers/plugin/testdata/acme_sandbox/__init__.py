@@ -1,0 +1,1 @@
+"""A sandbox backend written the way the seeds' users write them, for talkops' tests."""
