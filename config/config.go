@@ -60,6 +60,10 @@ type Config struct {
 	Agent    Agent
 	Approval Approval
 	Rubric   Rubric
+	Redact   Redact
+	// TrustProjectConfig lets the project file set trusted-only keys; only a flag, the
+	// environment or the user file can turn it on.
+	TrustProjectConfig bool
 	// ProjectDir is the project root: the directory holding .talkops/config.toml, else
 	// the repository root (the first directory with .git walking up), else WorkDir.
 	ProjectDir string
@@ -132,6 +136,12 @@ type Rubric struct {
 	Model         string
 	MaxIterations int64
 	Votes         int64
+}
+
+// Redact holds the [redact] settings.
+type Redact struct {
+	// Env names environment variables whose values are secrets, from every layer.
+	Env []string
 }
 
 // layer orders where a value can come from; a higher layer wins.
@@ -230,6 +240,15 @@ func Load(opts Options) (*Config, error) {
 		files = append(files, fv)
 	}
 
+	trustProject, err := l.trustsProject(files)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) > 0 && files[len(files)-1].layer == layerProject && !trustProject {
+		if err := checkProjectTrust(files[len(files)-1], c.ProjectDir); err != nil {
+			return nil, err
+		}
+	}
 	for i := range keys {
 		k := &keys[i]
 		s, err := l.resolve(k, c.ProjectDir, files)
@@ -253,6 +272,7 @@ func Load(opts Options) (*Config, error) {
 		}
 	}
 	for name, pt := range c.Providers {
+		pt.trustProject = trustProject
 		pt.finish()
 		c.Providers[name] = pt
 	}
@@ -295,6 +315,9 @@ func unwrapPathError(err error) string {
 // resolve finds the winning value for k: flag, environment, project file, user file,
 // default.
 func (l *loader) resolve(k *Key, projectDir string, files []*fileValues) (setting, error) {
+	if k.Accumulate {
+		return l.accumulate(k, files)
+	}
 	bare := false
 	if raw, ok := l.flagValue(k); ok {
 		flag := l.flagName(k)
@@ -327,6 +350,50 @@ func (l *loader) resolve(k *Key, projectDir string, files []*fileValues) (settin
 	}
 	v = l.resolvePath(k, v, projectDir)
 	return setting{val: v, src: source{label: "default", base: projectDir, layer: layerDefault}}, nil
+}
+
+// accumulate joins a list key's values from every layer, highest first, without
+// duplicates; the source is the highest layer that set it.
+func (l *loader) accumulate(k *Key, files []*fileValues) (setting, error) {
+	var all []setting
+	if raw, ok := l.flagValue(k); ok {
+		s, err := l.parseSetting(k, raw, source{label: "flag " + l.flagName(k), base: l.workDir, layer: layerFlag})
+		if err != nil {
+			return setting{}, err
+		}
+		all = append(all, s)
+	}
+	for _, name := range k.Env {
+		if raw := l.getenv(name); raw != "" {
+			s, err := l.parseSetting(k, raw, source{label: "env " + name, base: l.workDir, layer: layerEnv})
+			if err != nil {
+				return setting{}, err
+			}
+			all = append(all, s)
+		}
+	}
+	for i := len(files) - 1; i >= 0; i-- {
+		if s, ok := files[i].settings[k.Name]; ok {
+			all = append(all, s)
+		}
+	}
+	if len(all) == 0 {
+		return setting{val: []string(nil), src: source{label: "default", layer: layerDefault}}, nil
+	}
+	var names []string
+	for _, s := range all {
+		for _, v := range s.val.([]string) {
+			if !slices.Contains(names, v) {
+				names = append(names, v)
+			}
+		}
+	}
+	out := all[0]
+	out.val = names
+	if len(all) > 1 {
+		out.note = "joined with every other layer"
+	}
+	return out, nil
 }
 
 func (l *loader) flagValue(k *Key) (string, bool) {

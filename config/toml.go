@@ -317,11 +317,12 @@ type fileValues struct {
 	settings  map[string]setting // by canonical key name
 	spelled   map[string]string  // canonical key name → spelling used in the file
 	providers map[string]*ProviderTable
+	layer     layer
 }
 
 // readDoc validates a decoded document against the schema and collects its settings.
 func (l *loader) readDoc(f *fileSource, doc map[string]any) (*fileValues, error) {
-	fv := &fileValues{settings: map[string]setting{}, spelled: map[string]string{}, providers: map[string]*ProviderTable{}}
+	fv := &fileValues{settings: map[string]setting{}, spelled: map[string]string{}, providers: map[string]*ProviderTable{}, layer: f.layer}
 	if err := l.walk(f, fv, root, doc, nil); err != nil {
 		return nil, err
 	}

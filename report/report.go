@@ -45,6 +45,11 @@ type Options struct {
 	// NoCheckRun and NoComment turn off the GitHub check run and the sticky PR comment
 	// (and the GitLab note).
 	NoCheckRun, NoComment bool
+	// CheckName names the GitHub check run ("" keeps the publisher's default).
+	CheckName string
+	// Untrusted says why the result comes from code nobody vouched for; see
+	// github.Config.Untrusted.
+	Untrusted string
 	// Sink, if set, receives a Warning event for every publisher error.
 	Sink events.Sink
 }
@@ -109,6 +114,8 @@ func Detect(opts Options) []Publisher {
 			Redactor:        red,
 			ErrorConclusion: opts.ErrorConclusion,
 			BotLogin:        opts.getenv("TALKOPS_GITHUB_BOT_LOGIN"),
+			CheckName:       opts.CheckName,
+			Untrusted:       opts.Untrusted,
 			NoCheckRun:      opts.NoCheckRun,
 			NoComment:       opts.NoComment,
 			ResultPath:      resultPath,
@@ -298,11 +305,26 @@ func SecretsFromEnv(getenv func(string) string) []string {
 
 // PublishFrom reads and validates result.json at path and publishes it with every
 // detected publisher, without running anything: this is `talkops report --from`. An
-// invalid result.json is an error wrapping result.ErrInvalid and nothing is published.
+// invalid result.json (or one with keys talkops does not write) is an error wrapping
+// result.ErrInvalid and nothing is published.
+//
+// The file comes from an artifact its run could write, so nothing in it is taken on
+// trust: the verdict, score and exit code are recomputed (Recompute), the check run is
+// named by opts (DefaultCheckName), and a result from a fork is published as untrusted.
 func PublishFrom(ctx context.Context, path string, opts Options) (*result.Result, error) {
-	r, err := result.Read(path)
+	r, err := readArtifact(path)
 	if err != nil {
 		return nil, err
+	}
+	Recompute(r)
+	if opts.CheckName == "" {
+		opts.CheckName = DefaultCheckName
+	}
+	if opts.Untrusted == "" {
+		opts.Untrusted = github.ReadEnv(opts.getenv).UntrustedRun()
+	}
+	if opts.Untrusted == "" && r.Run.CI != nil && r.Run.CI.Fork {
+		opts.Untrusted = "result.json was recorded for a pull request from a fork"
 	}
 	if opts.ResultPath == "" {
 		opts.ResultPath = path

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -57,6 +58,7 @@ type runCmd struct {
 	Timeout             string   `placeholder:"DURATION" config:"run.timeout" help:"Budget for everything before teardown, e.g. 20m; running out exits 124. ${cfg_run_timeout}"`
 	ReportDir           string   `name:"report-dir" placeholder:"DIR" config:"run.report_dir" help:"Where result.json and reports are written. ${cfg_run_report_dir}"`
 	LogLevel            string   `name:"log-level" placeholder:"LEVEL" config:"run.log_level" help:"debug, info, warn or error. ${cfg_run_log_level}"`
+	TrustProjectConfig  bool     `name:"trust-project-config" config:"trust_project_config" help:"Let the project's .talkops/config.toml set trusted-only keys (base URLs, approval, binds, ...) and paths outside the project. Only for repositories whose every change you trust. ${cfg_trust_project_config}"`
 	Advisory            bool     `help:"Exit 0 instead of 3 (error) or 124 (budget): infrastructure trouble does not fail the job."`
 
 	flagsSet map[string]*kong.Flag
@@ -76,6 +78,8 @@ func (c *runCmd) configFlags() (vals, names map[string]string, err error) {
 		switch name {
 		case "no-sync":
 			vals[key] = "false"
+		case "trust-project-config":
+			vals[key] = strconv.FormatBool(c.TrustProjectConfig)
 		case "sandbox":
 			if c.Sandbox == sandboxBare {
 				vals[key] = ""
