@@ -28,8 +28,12 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/result"
 )
+
+// MaxFileBytes caps a config file; a real one is a few KiB.
+const MaxFileBytes = 1 << 20
 
 // Options says where Load looks for settings.
 type Options struct {
@@ -289,7 +293,7 @@ func (l *loader) readFile(path string, ly layer) (*fileValues, error) {
 	} else if rel, err := filepath.Rel(l.workDir, path); err == nil && filepath.IsLocal(rel) {
 		f.display = rel
 	}
-	data, err := os.ReadFile(path)
+	data, err := fileread.Read(path, MaxFileBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err

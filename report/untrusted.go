@@ -3,10 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"os"
 
+	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/runner"
@@ -19,22 +19,12 @@ const DefaultCheckName = "talkops"
 // readArtifact reads result.json from an artifact strictly: a regular file of at most
 // result.MaxSize bytes that follows the schema and has no key talkops does not write.
 func readArtifact(path string) (*result.Result, error) {
-	f, err := os.Open(path)
+	data, err := fileread.Read(path, result.MaxSize)
+	if errors.Is(err, fileread.ErrTooLarge) || errors.Is(err, fileread.ErrNotRegular) {
+		return nil, fmt.Errorf("read result: %w: %w", result.ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read result: %w", err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, fmt.Errorf("read result: %w", err)
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read result %s: %w: not a regular file", path, result.ErrInvalid)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, result.MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read result: %w", err)
-	}
-	if len(data) > result.MaxSize {
-		return nil, fmt.Errorf("read result %s: %w: more than %d bytes, the limit", path, result.ErrInvalid, result.MaxSize)
 	}
 	r, err := result.Decode(data)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
 )
@@ -27,14 +28,11 @@ type SetupScript struct {
 // LoadSetupScript reads and validates the setup script. A missing or unreadable file is a
 // UsageError, so nothing gets provisioned for a run that cannot succeed.
 func LoadSetupScript(p string) (*SetupScript, error) {
-	fi, err := os.Stat(p)
+	data, err := fileread.Read(p, MaxSetupScriptBytes)
 	if err != nil {
-		return nil, Usagef("setup script %s: %w", p, err)
+		return nil, Usagef("setup script: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, Usagef("setup script %s: not a regular file", p)
-	}
-	data, err := os.ReadFile(p)
+	fi, err := os.Stat(p)
 	if err != nil {
 		return nil, Usagef("setup script %s: %w", p, err)
 	}
@@ -43,6 +41,9 @@ func LoadSetupScript(p string) (*SetupScript, error) {
 	}
 	return &SetupScript{Path: p, Content: data, Mode: fi.Mode().Perm()}, nil
 }
+
+// MaxSetupScriptBytes caps the setup script read into memory and uploaded.
+const MaxSetupScriptBytes = 1 << 20
 
 // setupDir is where the script is uploaded, relative to the sandbox working directory.
 // .talkops is never synced and is in every provider's skip list.

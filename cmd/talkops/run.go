@@ -225,7 +225,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 	}
 	prompt, err := resolvePrompt(promptInput{
 		flag: cmpOr(c.Prompt, c.NonInteractive), positional: c.Words, file: c.PromptFile,
-		readFile: os.ReadFile, stdin: a.stdin,
+		readFile: readPromptFile, stdin: a.stdin,
 	})
 	if err != nil {
 		return err

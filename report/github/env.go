@@ -3,9 +3,9 @@ package github
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/result"
 )
 
@@ -103,14 +103,7 @@ func ReadEnv(getenv func(string) string) Env {
 }
 
 func readEvent(path string) (Event, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return Event{}, fmt.Errorf("read event payload: %w", err)
-	}
-	if fi.Size() > maxEventBytes {
-		return Event{}, fmt.Errorf("read event payload %s: %d bytes is more than %d", path, fi.Size(), maxEventBytes)
-	}
-	data, err := os.ReadFile(path)
+	data, err := fileread.Read(path, maxEventBytes)
 	if err != nil {
 		return Event{}, fmt.Errorf("read event payload: %w", err)
 	}

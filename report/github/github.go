@@ -316,14 +316,14 @@ func (p *Publisher) Finish(ctx context.Context, r *result.Result) error {
 	return errors.Join(errs...)
 }
 
-// conclusion is Conclusion, except that an untrusted result is never a success: it
-// could satisfy branch protection with a verdict its author wrote.
+// conclusion is Conclusion, except that an untrusted result is always neutral: a success
+// could satisfy branch protection with a verdict its author wrote, and its verdict, in
+// the title, is information rather than a gate.
 func (p *Publisher) conclusion(r *result.Result) string {
-	c := Conclusion(r, p.cfg.ErrorConclusion)
-	if p.cfg.Untrusted != "" && c == "success" {
+	if p.cfg.Untrusted != "" {
 		return ConclusionNeutral
 	}
-	return c
+	return Conclusion(r, p.cfg.ErrorConclusion)
 }
 
 // untrustedNote is the line every check run and comment for an untrusted result carries.
