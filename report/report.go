@@ -276,14 +276,25 @@ func parsePositive(s string) (int, error) {
 // secretSuffixes name environment variables whose values are credentials.
 var secretSuffixes = []string{"_TOKEN", "_API_KEY", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_ACCESS_KEY"}
 
+// RedactEnv is the environment variable listing more variables (comma-separated) whose
+// values are secrets; [redact] env in config.toml adds to it.
+const RedactEnv = "TALKOPS_REDACT"
+
 // SecretsFromEnv returns the values of well-known credential variables in the
-// environment (GITHUB_TOKEN, TALKOPS_GITLAB_TOKEN, ANTHROPIC_API_KEY, …) so they are
-// redacted even when nobody listed them.
-func SecretsFromEnv(getenv func(string) string) []string {
-	names := []string{
+// environment (GITHUB_TOKEN, TALKOPS_GITLAB_TOKEN, ANTHROPIC_API_KEY, …), of the
+// variables TALKOPS_REDACT names, and of the variables in names ([redact] env, and every
+// variable passed into the sandbox), so they are redacted even when their name does
+// not look like a credential.
+func SecretsFromEnv(getenv func(string) string, names ...string) []string {
+	names = append(slices.Clone(names),
 		"GITHUB_TOKEN", "GH_TOKEN", "TALKOPS_GITLAB_TOKEN", "GITLAB_TOKEN", "CI_JOB_TOKEN",
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TALKOPS_API_KEY", "AWS_SECRET_ACCESS_KEY",
 		"AWS_SESSION_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+	)
+	for n := range strings.SplitSeq(getenv(RedactEnv), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
 	}
 	// With os.Getenv we can also scan the whole environment by suffix.
 	for _, kv := range os.Environ() {

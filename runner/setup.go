@@ -69,7 +69,7 @@ func (r *run) setup(ctx context.Context) error {
 		return fmt.Errorf("upload setup script %s: %w", s.Path, err)
 	}
 	rel := path.Join(dir, name)
-	out := &lineEmitter{sink: r.opts.Sink, stage: StageSetup}
+	out := &lineEmitter{sink: r.opts.Sink, stage: StageSetup, redact: r.opts.Redact}
 	res, err := r.sb.Exec(ctx, providers.Cmd{
 		Argv:    []string{"/bin/sh", "-c", runScript, "talkops-setup", rel},
 		Timeout: s.Timeout,
@@ -85,6 +85,9 @@ func (r *run) setup(ctx context.Context) error {
 		return fmt.Errorf("run setup script %s: %w", s.Path, err)
 	}
 	tail := lastLines(string(res.Stdout)+string(res.Stderr), 20)
+	if r.opts.Redact != nil {
+		tail = r.opts.Redact(tail)
+	}
 	r.res.Setup = &result.Setup{
 		Script:     s.Path,
 		ExitCode:   res.ExitCode,
@@ -138,9 +141,10 @@ func indent(s string) string {
 
 // lineEmitter turns streamed command output into one events.Output per line.
 type lineEmitter struct {
-	sink  events.Sink
-	stage string
-	bufs  map[string]*bytes.Buffer
+	sink   events.Sink
+	stage  string
+	bufs   map[string]*bytes.Buffer
+	redact func(string) string // nil: none
 }
 
 func (l *lineEmitter) stream(name string) *streamWriter {
@@ -162,6 +166,9 @@ func (l *lineEmitter) flush() {
 }
 
 func (l *lineEmitter) emit(stream, line string) {
+	if l.redact != nil {
+		line = l.redact(line)
+	}
 	l.sink.Emit(events.Event{Time: time.Now(), Type: events.Output, Stage: l.stage, Message: line,
 		Data: map[string]string{"stream": stream}})
 }

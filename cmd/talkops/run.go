@@ -124,7 +124,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	runID := newRunID()
 	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
-	secrets := report.SecretsFromEnv(a.getenv)
+	secrets := report.SecretsFromEnv(a.getenv, cfg.Redact.Env...)
 	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets}
 
 	sinks := []events.Sink{}
@@ -183,8 +183,8 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 // quietLine is what -q prints: the agent's final answer when there is one, else the
 // verdict line.
 func quietLine(r *result.Result) string {
-	if r.Agent != nil && r.Agent.FinalAnswer != "" {
-		return r.Agent.FinalAnswer
+	if a := output.Answer(r); a != "" {
+		return a
 	}
 	return output.VerdictLine(r)
 }
@@ -235,6 +235,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 	}
 	opts.Prompt = prompt
 	redactor := hygiene.NewRedactor(c.report.Secrets...)
+	opts.Redact = redactor.Redact
 
 	var agentModel model.Model
 	agentSpec := cfg.Model.Name
