@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -22,6 +23,7 @@ import (
 	"github.com/talkops/talkops/internal/version"
 	"github.com/talkops/talkops/output"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/providers/workspace"
 	"github.com/talkops/talkops/report"
 	"github.com/talkops/talkops/report/hygiene"
@@ -282,7 +284,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 
 // planSandbox builds the provider and checks that the sandbox flags make sense for it,
 // then the spec, the setup script and the workspace sync.
-func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
+func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, sink events.Sink) error {
 	name := cfg.Sandbox.Provider
 	newProvider, err := lookupProvider(name, a.getenv)
 	if err != nil {
@@ -293,6 +295,9 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _
 		return err
 	}
 	opts.Provider = prov
+	if name == local.Name && c.session != nil && cfg.Approval.Mode == "yes" {
+		warnLocalKeys(a.getenv, sink)
+	}
 	snapshot := cfg.Sandbox.Snapshot
 	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.defaultSnapshot {
 		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
@@ -315,6 +320,24 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _
 		opts.Sync = syncer(cfg)
 	}
 	return nil
+}
+
+// warnLocalKeys warns when the agent's commands, approved without asking, run on this
+// host while model keys are in talkops's environment: on local they can read it.
+func warnLocalKeys(getenv func(string) string, sink events.Sink) {
+	var present []string
+	for _, k := range model.KeyEnvs() {
+		if getenv(k) != "" {
+			present = append(present, k)
+		}
+	}
+	if len(present) == 0 {
+		return
+	}
+	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageProvision,
+		Message: fmt.Sprintf("the local provider runs the agent's commands on this host, approved with -y, while %s "+
+			"is in talkops's environment: a command can read it (local is for trusted code only; "+
+			"use --sandbox bwrap or docker for anything else)", strings.Join(present, ", "))})
 }
 
 // sandboxSpec labels the sandbox with the run id and an expiry, and gives providers that

@@ -92,10 +92,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	if err != nil {
 		return providers.ExecResult{}, fmt.Errorf("local: exec %s: %w", name, err)
 	}
-	defer s.forgetToken(token)
-	if token != "" {
-		env = append(env, tokenEnv+"="+token)
-	}
+	env = append(env, tokenEnv+"="+token)
 	c := exec.CommandContext(runCtx, prog, cmd.Argv[1:]...)
 	c.Args[0] = name
 	c.Dir = dir
