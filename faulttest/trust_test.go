@@ -325,3 +325,63 @@ func TestRedactNamedVariableEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalDetachedSurvivorsAreReaped has a check on local leave processes that escape
+// their process group every way a shell can (setsid, a double fork, nohup, and setsid
+// with an emptied environment) and checks none outlives the run; then a SIGKILLed run's
+// survivors are left for `talkops sandbox gc`.
+func TestLocalDetachedSurvivorsAreReaped(t *testing.T) {
+	t.Parallel()
+	marker := newMarker()
+	loop := loopCmd(marker)
+	detach := strings.Join([]string{
+		"setsid " + loop + " >/dev/null 2>&1 </dev/null &",
+		"(" + loop + " >/dev/null 2>&1 </dev/null &)",
+		"nohup setsid " + loop + " >/dev/null 2>&1 </dev/null &",
+		"env -i /bin/sh -c \"setsid " + strings.ReplaceAll(loop, "'", "'\\''") + " >/dev/null 2>&1 </dev/null &\"",
+		"sleep 0.5", // let them start
+	}, "\n")
+	dir, env := trustProject(t, map[string]string{
+		"r.toml": fmt.Sprintf("name = \"r\"\n[[check]]\nid = \"detach\"\nrun = %q\n", detach),
+	})
+	root := filepath.Dir(dir)
+	code, _, stderr := runTalkops(t, dir, env, time.Minute, "--sandbox", "local", "--rubric", "r.toml")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", code, tail(stderr))
+	}
+	if left := waitNoLeftovers(marker, root, 5*time.Second); len(left) > 0 {
+		for _, l := range left {
+			_ = syscall.Kill(l.PID, syscall.SIGKILL)
+		}
+		t.Errorf("processes outlived the run: %v", left)
+	}
+
+	// A run SIGKILLed while the detached processes run: gc finds those that kept the
+	// environment (the emptied one has lost its parent and every mark).
+	marker2 := newMarker()
+	loop2 := loopCmd(marker2)
+	detach2 := "setsid " + loop2 + " >/dev/null 2>&1 </dev/null & (" + loop2 + " >/dev/null 2>&1 </dev/null &); sleep 1000"
+	writeFiles(t, dir, map[string]string{"r2.toml": fmt.Sprintf("name = \"r\"\n[[check]]\nid = \"detach\"\nrun = %q\n", detach2)})
+	p := startTalkops(t, dir, env, "--sandbox", "local", "--rubric", "r2.toml")
+	deadline := time.Now().Add(30 * time.Second)
+	for len(leftovers(marker2, "")) < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := p.signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(10 * time.Second)
+	if n := len(leftovers(marker2, "")); n < 2 {
+		t.Fatalf("%d detached processes before gc, want the 2 the check started", n)
+	}
+	code, _, stderr = runGC(t, pLocal, dir, env, "sandbox", "gc", "--older-than", "0s", "--provider", pLocal)
+	if code != 0 {
+		t.Errorf("sandbox gc: exit %d\n%s", code, tail(stderr))
+	}
+	if left := waitNoLeftovers(marker2, "", 5*time.Second); len(left) > 0 {
+		for _, l := range left {
+			_ = syscall.Kill(l.PID, syscall.SIGKILL)
+		}
+		t.Errorf("processes outlived sandbox gc: %v", left)
+	}
+}

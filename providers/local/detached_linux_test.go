@@ -2,7 +2,10 @@ package local_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,5 +92,43 @@ func TestGCKillsDetachedProcessesOfADeadRun(t *testing.T) {
 				t.Errorf("after gc, %q left %v running", cmd, left)
 			}
 		})
+	}
+}
+
+// Environment of the helper process TestCloseKillsDetachedProcessesWithoutEnvironment
+// starts: the project directory.
+const subreaperHelperEnv = "TALKOPS_LOCAL_SUBREAPER_HELPER"
+
+// TestSubreaperHelperProcess is not a test: the test below runs the test binary with
+// subreaperHelperEnv set, so that only this process becomes a subreaper. It starts a
+// process that detaches and clears its environment, closes the sandbox and exits.
+func TestSubreaperHelperProcess(t *testing.T) {
+	dir := os.Getenv(subreaperHelperEnv)
+	if dir == "" {
+		t.Skip("helper process for TestCloseKillsDetachedProcessesWithoutEnvironment")
+	}
+	if err := local.BecomeSubreaper(); err != nil {
+		t.Fatal(err)
+	}
+	sb := startDetached(t, local.New(local.Options{}), dir, "env -i /bin/sh -c 'setsid sleep 1000 >/dev/null 2>&1 < /dev/null &'")
+	if err := sb.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseKillsDetachedProcessesWithoutEnvironment(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSubreaperHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), subreaperHelperEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	if left := waitGone(dir); len(left) > 0 {
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("env -i setsid left %v running after Close", left)
 	}
 }

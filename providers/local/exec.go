@@ -115,7 +115,14 @@ func (s *sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	// stays locked to this goroutine, and out of others' reach, until Wait returned.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := c.Start(); err != nil {
+	starting.RLock()
+	err = c.Start()
+	if err == nil {
+		registerDirect(c.Process.Pid)
+		defer unregisterDirect(c.Process.Pid)
+	}
+	starting.RUnlock()
+	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return providers.ExecResult{}, fmt.Errorf("local: exec %s: %w", name, ctxErr)
 		}

@@ -13,7 +13,8 @@
 // process a command starts carries the command's token in its environment, which
 // setsid, double forks and nohup keep: Close, and `sandbox gc` after a SIGKILLed run,
 // find and kill such detached processes by it. A process that also clears its
-// environment (env -i setsid ...) escapes: local is for trusted code only.
+// environment (env -i setsid ...) is found only when the process called BecomeSubreaper,
+// and only by Close: local is for trusted code only.
 //
 // A talkops process that is SIGKILLed cannot run Close. On Linux each command gets
 // SIGKILL from the kernel when talkops dies (the parent-death signal), which reaches the
@@ -175,6 +176,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	p.mu.Lock()
 	p.sandboxes[sb] = struct{}{}
 	p.mu.Unlock()
+	registerOpen(sb)
 	return sb, nil
 }
 
@@ -370,7 +372,8 @@ func (s *sandbox) Close(ctx context.Context) error {
 	}
 	// What left its process group (setsid, a double fork) still carries its command's
 	// token; it is killed before the record that would let gc find it goes.
-	err := killMarked(ctx, tokens)
+	unregisterOpen(s)
+	err := errors.Join(killMarked(ctx, tokens), killOrphans())
 	if err != nil {
 		err = fmt.Errorf("local: close %s: %w", s.id, err)
 	}

@@ -174,9 +174,10 @@ func readGroups(dir string) ([]groupRecord, []error) {
 
 // procInfo is what /proc says about one process.
 type procInfo struct {
-	PID, PGID, SID int
-	Start          uint64
-	Zombie         bool
+	PID, PPID int
+	PGID, SID int
+	Start     uint64
+	Zombie    bool
 }
 
 // ownedMembers returns the running members of g's process group when the group is still
