@@ -28,8 +28,12 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/result"
 )
+
+// MaxFileBytes caps a config file; a real one is a few KiB.
+const MaxFileBytes = 1 << 20
 
 // Options says where Load looks for settings.
 type Options struct {
@@ -60,6 +64,10 @@ type Config struct {
 	Agent    Agent
 	Approval Approval
 	Rubric   Rubric
+	Redact   Redact
+	// TrustProjectConfig lets the project file set trusted-only keys; only a flag, the
+	// environment or the user file can turn it on.
+	TrustProjectConfig bool
 	// ProjectDir is the project root: the directory holding .talkops/config.toml, else
 	// the repository root (the first directory with .git walking up), else WorkDir.
 	ProjectDir string
@@ -144,6 +152,12 @@ type Rubric struct {
 	Model         string
 	MaxIterations int64
 	Votes         int64
+}
+
+// Redact holds the [redact] settings.
+type Redact struct {
+	// Env names environment variables whose values are secrets, from every layer.
+	Env []string
 }
 
 // layer orders where a value can come from; a higher layer wins.
@@ -245,6 +259,15 @@ func Load(opts Options) (*Config, error) {
 		files = append(files, fv)
 	}
 
+	trustProject, err := l.trustsProject(files)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) > 0 && files[len(files)-1].layer == layerProject && !trustProject {
+		if err := checkProjectTrust(files[len(files)-1], c.ProjectDir); err != nil {
+			return nil, err
+		}
+	}
 	for i := range keys {
 		k := &keys[i]
 		s, err := l.resolve(k, c.ProjectDir, files)
@@ -279,6 +302,7 @@ func Load(opts Options) (*Config, error) {
 		}
 	}
 	for name, pt := range c.Providers {
+		pt.trustProject = trustProject
 		pt.finish()
 		c.Providers[name] = pt
 	}
@@ -295,7 +319,7 @@ func (l *loader) readFile(path string, ly layer) (*fileValues, error) {
 	} else if rel, err := filepath.Rel(l.workDir, path); err == nil && filepath.IsLocal(rel) {
 		f.display = rel
 	}
-	data, err := os.ReadFile(path)
+	data, err := fileread.Read(path, MaxFileBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -321,6 +345,9 @@ func unwrapPathError(err error) string {
 // resolve finds the winning value for k: flag, environment, project file, user file,
 // default.
 func (l *loader) resolve(k *Key, projectDir string, files []*fileValues) (setting, error) {
+	if k.Accumulate {
+		return l.accumulate(k, files)
+	}
 	bare := false
 	if raw, ok := l.flagValue(k); ok {
 		flag := l.flagName(k)
@@ -353,6 +380,50 @@ func (l *loader) resolve(k *Key, projectDir string, files []*fileValues) (settin
 	}
 	v = l.resolvePath(k, v, projectDir)
 	return setting{val: v, src: source{label: "default", base: projectDir, layer: layerDefault}}, nil
+}
+
+// accumulate joins a list key's values from every layer, highest first, without
+// duplicates; the source is the highest layer that set it.
+func (l *loader) accumulate(k *Key, files []*fileValues) (setting, error) {
+	var all []setting
+	if raw, ok := l.flagValue(k); ok {
+		s, err := l.parseSetting(k, raw, source{label: "flag " + l.flagName(k), base: l.workDir, layer: layerFlag})
+		if err != nil {
+			return setting{}, err
+		}
+		all = append(all, s)
+	}
+	for _, name := range k.Env {
+		if raw := l.getenv(name); raw != "" {
+			s, err := l.parseSetting(k, raw, source{label: "env " + name, base: l.workDir, layer: layerEnv})
+			if err != nil {
+				return setting{}, err
+			}
+			all = append(all, s)
+		}
+	}
+	for i := len(files) - 1; i >= 0; i-- {
+		if s, ok := files[i].settings[k.Name]; ok {
+			all = append(all, s)
+		}
+	}
+	if len(all) == 0 {
+		return setting{val: []string(nil), src: source{label: "default", layer: layerDefault}}, nil
+	}
+	var names []string
+	for _, s := range all {
+		for _, v := range s.val.([]string) {
+			if !slices.Contains(names, v) {
+				names = append(names, v)
+			}
+		}
+	}
+	out := all[0]
+	out.val = names
+	if len(all) > 1 {
+		out.note = "joined with every other layer"
+	}
+	return out, nil
 }
 
 func (l *loader) flagValue(k *Key) (string, bool) {

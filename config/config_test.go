@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,7 +174,12 @@ func TestPrecedence(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			fx := newFixture(t, tt.project, tt.user)
-			c, err := fx.load(t, tt.env, tt.flags)
+			env := maps.Clone(tt.env)
+			if tt.project != "" {
+				// Precedence is what is tested here; trust has its own tests.
+				env = withTrust(env)
+			}
+			c, err := fx.load(t, env, tt.flags)
 			if err != nil {
 				t.Fatalf("Load() error: %v", err)
 			}
@@ -200,7 +206,7 @@ func TestTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	fx := newFixture(t, string(data), string(user), "scripts/init.sh")
-	c, err := fx.load(t, nil, nil)
+	c, err := fx.load(t, withTrust(nil), nil)
 	if err != nil {
 		t.Fatalf("Load() error: %v", err)
 	}
@@ -245,7 +251,7 @@ func TestPaths(t *testing.T) {
 	}{
 		{name: "project file is relative to the project root", project: "[sandboxes]\nsetup_script_path = \"ci/init.sh\"\n", workSub: "deep/er", files: []string{"ci/init.sh"}, want: "$P/ci/init.sh"},
 		{name: "user file is relative to the home directory", user: "[sandboxes]\nsetup_script_path = \"bin/init.sh\"\n", want: "$H/bin/init.sh"},
-		{name: "tilde in a file is the home directory", project: "[sandboxes]\nsetup_script_path = \"~/bin/init.sh\"\n", want: "$H/bin/init.sh"},
+		{name: "tilde in a file is the home directory", project: "[sandboxes]\nsetup_script_path = \"~/bin/init.sh\"\n", env: withTrust(nil), want: "$H/bin/init.sh"},
 		{name: "flag is relative to the working directory", flags: map[string]string{"sandboxes.setup_script_path": "init.sh"}, workSub: "sub", files: []string{"sub/init.sh"}, want: "$P/sub/init.sh"},
 		{name: "env is relative to the working directory", env: map[string]string{"SANDBOX_SETUP_SCRIPT": "./x/../init.sh"}, files: []string{"init.sh"}, want: "$P/init.sh"},
 		{name: "empty flag clears a configured script", project: "[sandboxes]\nsetup_script_path = \"ci/init.sh\"\n", files: []string{"ci/init.sh"}, flags: map[string]string{"sandboxes.setup_script_path": ""}, want: ""},
@@ -308,7 +314,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "unknown section",
 			project: "[sandboxes]\ndefault = \"docker\"\n\n[modle]\nname = \"x\"\n",
-			want:    `.talkops/config.toml:4:2: unknown section "modle" (valid sections: sandboxes, run, model, agent, approval, rubric, mcp)`,
+			want:    `.talkops/config.toml:4:2: unknown section "modle" (valid sections: sandboxes, run, model, agent, approval, rubric, redact, trust_project_config, mcp)`,
 			line:    4,
 		},
 		{
@@ -452,6 +458,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "missing absolute setup script",
 			project: "[sandboxes]\nsetup_script_path = \"/nonexistent/init.sh\"\n",
+			env:     withTrust(nil),
 			want:    `.talkops/config.toml:2:21: sandboxes.setup_script_path: /nonexistent/init.sh: no such file or directory`,
 			line:    2,
 		},
@@ -464,6 +471,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "snapshot and id in one file",
 			project: "[sandboxes]\nsandbox_id = \"sb-1\"\nsnapshot_name = \"base\"\n",
+			env:     withTrust(nil),
 			want:    `.talkops/config.toml:3:17: sandboxes.snapshot_name: snapshots only apply when creating a fresh sandbox, and sandboxes.sandbox_id ($P/.talkops/config.toml:2) attaches to an existing one: set only one of them`,
 			line:    3,
 		},
@@ -695,7 +703,7 @@ func TestPrint(t *testing.T) {
 	}
 	fx := newFixture(t, string(project), string(user), "scripts/init.sh")
 	c, err := fx.load(t,
-		map[string]string{"TALKOPS_LOG_LEVEL": "warn", "SANDBOX_IMAGE": "alpine:3"},
+		withTrust(map[string]string{"TALKOPS_LOG_LEVEL": "warn", "SANDBOX_IMAGE": "alpine:3"}),
 		map[string]string{"run.output_format": "json"})
 	if err != nil {
 		t.Fatalf("Load() error: %v", err)
@@ -778,7 +786,8 @@ func TestHelpText(t *testing.T) {
 		key  string
 		want string
 	}{
-		{"sandboxes.default", `sandbox provider the agent's tools run in (default "local"; env TALKOPS_SANDBOX_PROVIDER, SANDBOX_PROVIDER; config [sandboxes] default)`},
+		{"sandboxes.default", `sandbox provider the agent's tools run in (default "local"; env TALKOPS_SANDBOX_PROVIDER, SANDBOX_PROVIDER; config [sandboxes] default; trusted-only)`},
+		{"trust_project_config", `let the project's .talkops/config.toml set trusted-only keys and paths outside the project; only for repositories whose every change you trust (default "false"; env TALKOPS_TRUST_PROJECT_CONFIG; config trust_project_config; trusted-only)`},
 		{"run.output_format", `what stdout carries: the answer as text, one JSON document, or JSON lines of events (default "text"; one of text, json, stream-json; env TALKOPS_OUTPUT_FORMAT; config [run] output_format)`},
 		{"sandboxes.sync.exclude", `extra patterns never uploaded (config [sandboxes.sync] exclude)`},
 	}

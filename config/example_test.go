@@ -28,7 +28,8 @@ network = "none"
 		return
 	}
 
-	environ := map[string]string{"TALKOPS_TIMEOUT": "10m"}
+	// The provider and its network are trusted-only: the user vouches for this project.
+	environ := map[string]string{"TALKOPS_TIMEOUT": "10m", "TALKOPS_TRUST_PROJECT_CONFIG": "true"}
 	c, err := config.Load(config.Options{
 		Flags:     map[string]string{"run.output_format": "json"},
 		FlagNames: map[string]string{"run.output_format": "--output-format"},

@@ -47,7 +47,7 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(project, ".talkops", "config.toml"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := Load(Options{Getenv: env(nil), WorkDir: project, HomeDir: home, Providers: testProviders})
+		c, err := Load(Options{Getenv: env(withTrust(nil)), WorkDir: project, HomeDir: home, Providers: testProviders})
 		if err != nil {
 			var ce *Error
 			if !errors.As(err, &ce) {

@@ -69,6 +69,32 @@ func (t Type) String() string {
 	return "Type(" + strconv.Itoa(int(t)) + ")"
 }
 
+// Trust says who may set a key. The project's own .talkops/config.toml is untrusted input:
+// a pull request can change it. Keys that move credentials or widen access are TrustedOnly:
+// only a flag, the environment or the user's config may set them, unless a trusted layer
+// sets trust_project_config. Every key must have a class; a literal that only changes the
+// inside of an isolating sandbox, or that only tightens, is Safe.
+type Trust int
+
+// Trust classes. The zero value is no class, which the loader treats as TrustedOnly.
+const (
+	// Safe keys may be set by the project file.
+	Safe Trust = iota + 1
+	// TrustedOnly keys: the project file setting one is a usage error.
+	TrustedOnly
+)
+
+// String names the class as help text shows it.
+func (t Trust) String() string {
+	switch t {
+	case Safe:
+		return "safe"
+	case TrustedOnly:
+		return "trusted-only"
+	}
+	return "Trust(" + strconv.Itoa(int(t)) + ")"
+}
+
 // Key describes one setting: its name in config.toml, its type, the environment variables
 // that set it, its default and its help. Adding a setting is one entry in the table
 // returned by Keys (plus the typed field it lands in).
@@ -90,6 +116,12 @@ type Key struct {
 	Choices []string
 	// Secret keys are shown redacted by Values and Print.
 	Secret bool
+	// Trust is whether the project's own config file may set the key (required: Safe or
+	// TrustedOnly). Path keys set by the project file must also lie inside the project.
+	Trust Trust
+	// Accumulate joins a list's values from every layer instead of letting the highest
+	// win: for keys that only add (names to redact), a lower layer must not be dropped.
+	Accumulate bool
 	// Check is an extra validation of the parsed value (string, bool, time.Duration,
 	// int64 or []string), or nil.
 	Check func(v any) error
@@ -102,6 +134,7 @@ type Key struct {
 var keys = []Key{
 	{
 		Name:    "sandboxes.default",
+		Trust:   TrustedOnly,
 		Aliases: []string{"sandboxes.provider"},
 		Type:    TypeProvider,
 		Env:     []string{"TALKOPS_SANDBOX_PROVIDER", "SANDBOX_PROVIDER"},
@@ -111,6 +144,7 @@ var keys = []Key{
 	},
 	{
 		Name:  "sandboxes.sandbox_id",
+		Trust: TrustedOnly,
 		Type:  TypeString,
 		Env:   []string{"TALKOPS_SANDBOX_ID", "SANDBOX_ID"},
 		Help:  "attach to this running sandbox instead of creating one; it is never deleted",
@@ -118,6 +152,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "sandboxes.snapshot_name",
+		Trust:   Safe,
 		Aliases: []string{"sandboxes.snapshot"},
 		Type:    TypeString,
 		Env:     []string{"TALKOPS_SANDBOX_SNAPSHOT", "SANDBOX_SNAPSHOT"},
@@ -127,6 +162,7 @@ var keys = []Key{
 	},
 	{
 		Name:  "sandboxes.setup_script_path",
+		Trust: Safe,
 		Type:  TypeFile,
 		Env:   []string{"TALKOPS_SANDBOX_SETUP_SCRIPT", "SANDBOX_SETUP_SCRIPT"},
 		Help:  "script run inside the sandbox after it starts and the workspace is synced",
@@ -134,6 +170,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "sandboxes.sync_workspace",
+		Trust:   Safe,
 		Type:    TypeBool,
 		Env:     []string{"TALKOPS_SANDBOX_SYNC_WORKSPACE", "SANDBOX_SYNC_WORKSPACE"},
 		Default: "true",
@@ -142,6 +179,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "sandboxes.image",
+		Trust:   Safe,
 		Type:    TypeString,
 		Env:     []string{"TALKOPS_SANDBOX_IMAGE", "SANDBOX_IMAGE"},
 		Default: "python:3.12-slim",
@@ -150,18 +188,21 @@ var keys = []Key{
 	},
 	{
 		Name:  "sandboxes.sync.include",
+		Trust: TrustedOnly,
 		Type:  TypeList,
 		Help:  "patterns uploaded even though they would be withheld as secrets or ignored",
 		field: func(c *Config) any { return &c.Sandbox.Sync.Include },
 	},
 	{
 		Name:  "sandboxes.sync.exclude",
+		Trust: Safe,
 		Type:  TypeList,
 		Help:  "extra patterns never uploaded",
 		field: func(c *Config) any { return &c.Sandbox.Sync.Exclude },
 	},
 	{
 		Name:    "sandboxes.sync.max_file_size",
+		Trust:   Safe,
 		Type:    TypeSize,
 		Default: "10MiB",
 		Help:    "files larger than this are not uploaded",
@@ -169,6 +210,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "run.timeout",
+		Trust:   Safe,
 		Type:    TypeDuration,
 		Env:     []string{"TALKOPS_TIMEOUT"},
 		Default: "30m",
@@ -177,6 +219,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "run.report_dir",
+		Trust:   Safe,
 		Type:    TypePath,
 		Env:     []string{"TALKOPS_REPORT_DIR"},
 		Default: ".talkops/runs",
@@ -185,6 +228,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "run.output_format",
+		Trust:   Safe,
 		Type:    TypeEnum,
 		Env:     []string{"TALKOPS_OUTPUT_FORMAT"},
 		Default: "text",
@@ -194,6 +238,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "run.log_level",
+		Trust:   Safe,
 		Type:    TypeEnum,
 		Env:     []string{"TALKOPS_LOG_LEVEL"},
 		Default: "info",
@@ -203,6 +248,7 @@ var keys = []Key{
 	},
 	{
 		Name:  "model.name",
+		Trust: Safe,
 		Type:  TypeString,
 		Env:   []string{"TALKOPS_MODEL"},
 		Help:  "model as PROVIDER:NAME (anthropic:claude-sonnet-4-5, openai:gpt-4.1); unset follows the API key that is present",
@@ -210,6 +256,7 @@ var keys = []Key{
 	},
 	{
 		Name:  "model.base_url",
+		Trust: TrustedOnly,
 		Type:  TypeString,
 		Env:   []string{"TALKOPS_BASE_URL"},
 		Help:  "API base URL, for OpenAI-compatible servers (Ollama, vLLM, LiteLLM, OpenRouter, Azure OpenAI)",
@@ -217,6 +264,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "agent.max_turns",
+		Trust:   Safe,
 		Type:    TypeInt,
 		Env:     []string{"TALKOPS_MAX_TURNS"},
 		Default: "50",
@@ -226,6 +274,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "agent.max_cost_usd",
+		Trust:   TrustedOnly,
 		Type:    TypeFloat,
 		Env:     []string{"TALKOPS_MAX_COST_USD"},
 		Default: "5",
@@ -234,6 +283,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "agent.stall_timeout",
+		Trust:   Safe,
 		Type:    TypeDuration,
 		Env:     []string{"TALKOPS_STALL_TIMEOUT"},
 		Default: "10m",
@@ -242,6 +292,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "agent.tool_timeout",
+		Trust:   Safe,
 		Type:    TypeDuration,
 		Default: "10m",
 		Help:    "time limit of one shell command or MCP tool call the agent runs",
@@ -249,6 +300,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "approval.mode",
+		Trust:   TrustedOnly,
 		Type:    TypeEnum,
 		Env:     []string{"TALKOPS_APPROVAL_MODE"},
 		Default: "default",
@@ -258,18 +310,21 @@ var keys = []Key{
 	},
 	{
 		Name:  "approval.allow",
+		Trust: TrustedOnly,
 		Type:  TypeList,
 		Help:  "shell command patterns --smart may run (empty: any command not denied)",
 		field: func(c *Config) any { return &c.Approval.Allow },
 	},
 	{
 		Name:  "approval.deny",
+		Trust: Safe,
 		Type:  TypeList,
 		Help:  "shell command patterns never run, in every approval mode",
 		field: func(c *Config) any { return &c.Approval.Deny },
 	},
 	{
 		Name:  "rubric.model",
+		Trust: Safe,
 		Type:  TypeString,
 		Env:   []string{"TALKOPS_RUBRIC_MODEL"},
 		Help:  "judge model as PROVIDER:NAME; unset uses the agent's model",
@@ -277,6 +332,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "rubric.max_iterations",
+		Trust:   Safe,
 		Type:    TypeInt,
 		Env:     []string{"TALKOPS_RUBRIC_MAX_ITERATIONS"},
 		Default: "3",
@@ -286,6 +342,7 @@ var keys = []Key{
 	},
 	{
 		Name:    "rubric.votes",
+		Trust:   Safe,
 		Type:    TypeInt,
 		Env:     []string{"TALKOPS_RUBRIC_VOTES"},
 		Default: "1",
@@ -298,7 +355,29 @@ var keys = []Key{
 		},
 		field: func(c *Config) any { return &c.Rubric.Votes },
 	},
+	{
+		Name:       "redact.env",
+		Type:       TypeList,
+		Env:        []string{"TALKOPS_REDACT"},
+		Trust:      Safe,
+		Accumulate: true,
+		Help:       "environment variables whose values are masked in everything talkops prints or publishes; every layer adds to the list",
+		field:      func(c *Config) any { return &c.Redact.Env },
+	},
+	{
+		Name:    TrustProjectKey,
+		Type:    TypeBool,
+		Env:     []string{"TALKOPS_TRUST_PROJECT_CONFIG"},
+		Default: "false",
+		Trust:   TrustedOnly,
+		Help:    "let the project's .talkops/config.toml set trusted-only keys and paths outside the project; only for repositories whose every change you trust",
+		field:   func(c *Config) any { return &c.TrustProjectConfig },
+	},
 }
+
+// TrustProjectKey is the key (and, with dashes, the flag) a trusted layer sets to let the
+// project's own config set trusted-only keys.
+const TrustProjectKey = "trust_project_config"
 
 // HelpText is Help followed by the default, the choices, the environment variables and
 // the config.toml key, for a flag's --help line:
@@ -315,8 +394,14 @@ func (k Key) HelpText() string {
 	if len(k.Env) > 0 {
 		extra = append(extra, "env "+strings.Join(k.Env, ", "))
 	}
-	i := strings.LastIndexByte(k.Name, '.')
-	extra = append(extra, "config ["+k.Name[:max(i, 0)]+"] "+k.Name[i+1:])
+	if i := strings.LastIndexByte(k.Name, '.'); i >= 0 {
+		extra = append(extra, "config ["+k.Name[:i]+"] "+k.Name[i+1:])
+	} else {
+		extra = append(extra, "config "+k.Name)
+	}
+	if k.Trust != Safe {
+		extra = append(extra, "trusted-only")
+	}
 	return k.Help + " (" + strings.Join(extra, "; ") + ")"
 }
 

@@ -41,6 +41,8 @@ type ProviderTable struct {
 	header filePos
 	pos    map[string]filePos // by key path relative to the table (pathSep-joined)
 	table  string             // the dotted parent table; "" is providersTable
+	// trustProject lets the project file set fields not tagged `trust:"safe"`.
+	trustProject bool
 }
 
 // tableName is the dotted name of the table holding t: sandboxes.providers or mcp.servers.
@@ -155,6 +157,10 @@ func (t ProviderTable) Errorf(key, format string, args ...any) *Error {
 // field. Supported field types: string, bool, integers, floats, time.Duration (from a
 // string like "90s"), time.Time, encoding.TextUnmarshaler (from a string), slices, maps
 // with string keys, structs and pointers to these, and any.
+//
+// A top-level field the project's own config file may set must be tagged `trust:"safe"`
+// (a literal that only changes the inside of an isolating sandbox); setting an untagged
+// one from the project file is an *Error unless a trusted layer set trust_project_config.
 func (t ProviderTable) Decode(v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
@@ -172,6 +178,7 @@ var (
 type structField struct {
 	name  string
 	index []int
+	safe  bool // tagged trust:"safe": the project file may set it
 }
 
 func structFields(typ reflect.Type, prefix []int) []structField {
@@ -193,7 +200,7 @@ func structFields(typ reflect.Type, prefix []int) []structField {
 		if tag == "" {
 			tag = strings.ToLower(f.Name)
 		}
-		out = append(out, structField{name: tag, index: index})
+		out = append(out, structField{name: tag, index: index, safe: f.Tag.Get("trust") == safeTag})
 	}
 	return out
 }
@@ -225,6 +232,9 @@ func (t ProviderTable) decodeStruct(dst reflect.Value, m map[string]any, path []
 				e.Valid = append(e.Valid, f.name)
 			}
 			return e
+		}
+		if len(path) == 0 && !fields[i].safe && t.projectUntrusted(p) {
+			return t.trustError(p)
 		}
 		if err := t.decodeValue(dst.FieldByIndex(fields[i].index), m[name], p); err != nil {
 			return err

@@ -76,7 +76,7 @@ network = "bridge"
 cpus = 2
 `
 	fx := newFixture(t, project, user)
-	c, err := fx.load(t, nil, nil)
+	c, err := fx.load(t, withTrust(nil), nil)
 	if err != nil {
 		t.Fatalf("Load() error: %v", err)
 	}
@@ -195,7 +195,7 @@ func TestProviderDecodeErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			fx := newFixture(t, head+tt.body, "")
-			c, err := fx.load(t, nil, nil)
+			c, err := fx.load(t, withTrust(nil), nil) // decoding is tested here; trust in trust_test.go
 			if err != nil {
 				t.Fatalf("Load() error: %v", err)
 			}
@@ -231,7 +231,7 @@ token_secret = "s3cr3t"
 options = { region = "eu", api_key = "k3y", nested = { password = "pw" } }
 app = "talkops"
 `, "")
-	c, err := fx.load(t, nil, nil)
+	c, err := fx.load(t, withTrust(nil), nil)
 	if err != nil {
 		t.Fatalf("Load() error: %v", err)
 	}
@@ -256,7 +256,7 @@ app = "talkops"
 func TestProvidersUnchecked(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, "[sandboxes]\ndefault = \"acme\"\n[sandboxes.providers.acme]\nregion = \"x\"\n", "")
-	c, err := Load(Options{Getenv: env(nil), WorkDir: fx.project, HomeDir: fx.home})
+	c, err := Load(Options{Getenv: env(withTrust(nil)), WorkDir: fx.project, HomeDir: fx.home})
 	if err != nil {
 		t.Fatalf("Load() error: %v", err)
 	}

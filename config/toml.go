@@ -325,11 +325,12 @@ type fileValues struct {
 	spelled   map[string]string  // canonical key name → spelling used in the file
 	providers map[string]*ProviderTable
 	mcp       map[string]*ProviderTable
+	layer     layer
 }
 
 // readDoc validates a decoded document against the schema and collects its settings.
 func (l *loader) readDoc(f *fileSource, doc map[string]any) (*fileValues, error) {
-	fv := &fileValues{settings: map[string]setting{}, spelled: map[string]string{}, providers: map[string]*ProviderTable{}, mcp: map[string]*ProviderTable{}}
+	fv := &fileValues{settings: map[string]setting{}, spelled: map[string]string{}, providers: map[string]*ProviderTable{}, mcp: map[string]*ProviderTable{}, layer: f.layer}
 	if f.layer == layerUser && l.opts.Providers != nil {
 		// [sandboxes] default may name a custom provider defined further down the file.
 		sb, _ := doc["sandboxes"].(map[string]any)

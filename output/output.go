@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/report/hygiene"
 	"github.com/talkops/talkops/result"
 )
 
@@ -104,7 +105,8 @@ func (p *progress) line(s string) {
 		fmt.Fprint(p.w, "\r\x1b[2K")
 		p.inline = false
 	}
-	fmt.Fprintln(p.w, s)
+	// Messages carry command output and model text: no escape may reach the terminal.
+	fmt.Fprintln(p.w, hygiene.StripANSI(s))
 }
 
 func firstLine(s string) string {
@@ -115,7 +117,9 @@ func firstLine(s string) string {
 }
 
 // VerdictLine is the one line -q prints: "talkops: pass (score 1.00, exit 0)".
-func VerdictLine(r *result.Result) string {
+func VerdictLine(r *result.Result) string { return hygiene.StripANSI(verdictLine(r)) }
+
+func verdictLine(r *result.Result) string {
 	var b strings.Builder
 	b.WriteString("talkops: ")
 	b.WriteString(r.Verdict)
@@ -133,8 +137,23 @@ func VerdictLine(r *result.Result) string {
 	return b.String()
 }
 
-// Text writes the human summary printed at the end of a run.
+// Text writes the human summary printed at the end of a run. The answer, reasons and
+// titles are untrusted text: control characters and terminal escapes are stripped.
 func Text(w io.Writer, r *result.Result) {
+	var b strings.Builder
+	text(&b, r)
+	_, _ = io.WriteString(w, hygiene.StripANSI(b.String()))
+}
+
+// Answer is the agent's final answer as printed: without control characters.
+func Answer(r *result.Result) string {
+	if r.Agent == nil {
+		return ""
+	}
+	return hygiene.StripANSI(r.Agent.FinalAnswer)
+}
+
+func text(w io.Writer, r *result.Result) {
 	if r.Agent != nil && r.Agent.FinalAnswer != "" {
 		fmt.Fprintln(w, r.Agent.FinalAnswer)
 		fmt.Fprintln(w)

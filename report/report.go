@@ -45,6 +45,11 @@ type Options struct {
 	// NoCheckRun and NoComment turn off the GitHub check run and the sticky PR comment
 	// (and the GitLab note).
 	NoCheckRun, NoComment bool
+	// CheckName names the GitHub check run ("" keeps the publisher's default).
+	CheckName string
+	// Untrusted says why the result comes from code nobody vouched for; see
+	// github.Config.Untrusted.
+	Untrusted string
 	// Sink, if set, receives a Warning event for every publisher error.
 	Sink events.Sink
 }
@@ -109,6 +114,8 @@ func Detect(opts Options) []Publisher {
 			Redactor:        red,
 			ErrorConclusion: opts.ErrorConclusion,
 			BotLogin:        opts.getenv("TALKOPS_GITHUB_BOT_LOGIN"),
+			CheckName:       opts.CheckName,
+			Untrusted:       opts.Untrusted,
 			NoCheckRun:      opts.NoCheckRun,
 			NoComment:       opts.NoComment,
 			ResultPath:      resultPath,
@@ -269,14 +276,25 @@ func parsePositive(s string) (int, error) {
 // secretSuffixes name environment variables whose values are credentials.
 var secretSuffixes = []string{"_TOKEN", "_API_KEY", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_ACCESS_KEY"}
 
+// RedactEnv is the environment variable listing more variables (comma-separated) whose
+// values are secrets; [redact] env in config.toml adds to it.
+const RedactEnv = "TALKOPS_REDACT"
+
 // SecretsFromEnv returns the values of well-known credential variables in the
-// environment (GITHUB_TOKEN, TALKOPS_GITLAB_TOKEN, ANTHROPIC_API_KEY, …) so they are
-// redacted even when nobody listed them.
-func SecretsFromEnv(getenv func(string) string) []string {
-	names := []string{
+// environment (GITHUB_TOKEN, TALKOPS_GITLAB_TOKEN, ANTHROPIC_API_KEY, …), of the
+// variables TALKOPS_REDACT names, and of the variables in names ([redact] env, and every
+// variable passed into the sandbox), so they are redacted even when their name does
+// not look like a credential.
+func SecretsFromEnv(getenv func(string) string, names ...string) []string {
+	names = append(slices.Clone(names),
 		"GITHUB_TOKEN", "GH_TOKEN", "TALKOPS_GITLAB_TOKEN", "GITLAB_TOKEN", "CI_JOB_TOKEN",
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TALKOPS_API_KEY", "AWS_SECRET_ACCESS_KEY",
 		"AWS_SESSION_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+	)
+	for n := range strings.SplitSeq(getenv(RedactEnv), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
 	}
 	// With os.Getenv we can also scan the whole environment by suffix.
 	for _, kv := range os.Environ() {
@@ -298,11 +316,26 @@ func SecretsFromEnv(getenv func(string) string) []string {
 
 // PublishFrom reads and validates result.json at path and publishes it with every
 // detected publisher, without running anything: this is `talkops report --from`. An
-// invalid result.json is an error wrapping result.ErrInvalid and nothing is published.
+// invalid result.json (or one with keys talkops does not write) is an error wrapping
+// result.ErrInvalid and nothing is published.
+//
+// The file comes from an artifact its run could write, so nothing in it is taken on
+// trust: the verdict, score and exit code are recomputed (Recompute), the check run is
+// named by opts (DefaultCheckName), and a result from a fork is published as untrusted.
 func PublishFrom(ctx context.Context, path string, opts Options) (*result.Result, error) {
-	r, err := result.Read(path)
+	r, err := readArtifact(path)
 	if err != nil {
 		return nil, err
+	}
+	Recompute(r)
+	if opts.CheckName == "" {
+		opts.CheckName = DefaultCheckName
+	}
+	if opts.Untrusted == "" {
+		opts.Untrusted = github.ReadEnv(opts.getenv).UntrustedRun()
+	}
+	if opts.Untrusted == "" && r.Run.CI != nil && r.Run.CI.Fork {
+		opts.Untrusted = "result.json was recorded for a pull request from a fork"
 	}
 	if opts.ResultPath == "" {
 		opts.ResultPath = path

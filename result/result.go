@@ -5,10 +5,13 @@ package result
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/talkops/talkops/internal/fileread"
 )
 
 // Schema identifies the format version. Readers reject other values.
@@ -353,10 +356,10 @@ func Write(dir string, r *Result) (string, error) {
 
 // Read loads a result.json and validates it against the embedded schema (see Validate).
 func Read(path string) (*Result, error) {
-	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxSize {
-		return nil, fmt.Errorf("read result %s: %w: %d bytes, the limit is %d", path, ErrInvalid, fi.Size(), MaxSize)
+	data, err := fileread.Read(path, MaxSize)
+	if errors.Is(err, fileread.ErrTooLarge) || errors.Is(err, fileread.ErrNotRegular) {
+		return nil, fmt.Errorf("read result: %w: %w", ErrInvalid, err)
 	}
-	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read result: %w", err)
 	}

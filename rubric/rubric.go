@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
 )
@@ -293,28 +293,7 @@ func resolvePath(name, baseDir string) (string, error) {
 	return filepath.Abs(name)
 }
 
-func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("the file is larger than %d bytes", MaxFileBytes)
-	}
-	return data, nil
-}
+func readFile(path string) ([]byte, error) { return fileread.Read(path, MaxFileBytes) }
 
 // relInside returns path relative to base (slash-separated) when it lies inside base.
 func relInside(base, path string) string {

@@ -159,6 +159,9 @@ type Options struct {
 	Config   []result.ConfigValue
 	CI       *result.CI
 	Advisory bool // map exit 3 and 124 to 0
+	// Redact masks secrets in output the runner records or emits itself (the setup
+	// script's); nil records it as is.
+	Redact func(string) string
 	// AfterResult is called each time result.json is written (tests use it).
 	AfterResult func(path string)
 }

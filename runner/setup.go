@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
 )
@@ -27,14 +28,11 @@ type SetupScript struct {
 // LoadSetupScript reads and validates the setup script. A missing or unreadable file is a
 // UsageError, so nothing gets provisioned for a run that cannot succeed.
 func LoadSetupScript(p string) (*SetupScript, error) {
-	fi, err := os.Stat(p)
+	data, err := fileread.Read(p, MaxSetupScriptBytes)
 	if err != nil {
-		return nil, Usagef("setup script %s: %w", p, err)
+		return nil, Usagef("setup script: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, Usagef("setup script %s: not a regular file", p)
-	}
-	data, err := os.ReadFile(p)
+	fi, err := os.Stat(p)
 	if err != nil {
 		return nil, Usagef("setup script %s: %w", p, err)
 	}
@@ -43,6 +41,9 @@ func LoadSetupScript(p string) (*SetupScript, error) {
 	}
 	return &SetupScript{Path: p, Content: data, Mode: fi.Mode().Perm()}, nil
 }
+
+// MaxSetupScriptBytes caps the setup script read into memory and uploaded.
+const MaxSetupScriptBytes = 1 << 20
 
 // setupDir is where the script is uploaded, relative to the sandbox working directory.
 // .talkops is never synced and is in every provider's skip list.
@@ -68,7 +69,7 @@ func (r *run) setup(ctx context.Context) error {
 		return fmt.Errorf("upload setup script %s: %w", s.Path, err)
 	}
 	rel := path.Join(dir, name)
-	out := &lineEmitter{sink: r.opts.Sink, stage: StageSetup}
+	out := &lineEmitter{sink: r.opts.Sink, stage: StageSetup, redact: r.opts.Redact}
 	res, err := r.sb.Exec(ctx, providers.Cmd{
 		Argv:    []string{"/bin/sh", "-c", runScript, "talkops-setup", rel},
 		Timeout: s.Timeout,
@@ -84,6 +85,9 @@ func (r *run) setup(ctx context.Context) error {
 		return fmt.Errorf("run setup script %s: %w", s.Path, err)
 	}
 	tail := lastLines(string(res.Stdout)+string(res.Stderr), 20)
+	if r.opts.Redact != nil {
+		tail = r.opts.Redact(tail)
+	}
 	r.res.Setup = &result.Setup{
 		Script:     s.Path,
 		ExitCode:   res.ExitCode,
@@ -137,9 +141,10 @@ func indent(s string) string {
 
 // lineEmitter turns streamed command output into one events.Output per line.
 type lineEmitter struct {
-	sink  events.Sink
-	stage string
-	bufs  map[string]*bytes.Buffer
+	sink   events.Sink
+	stage  string
+	bufs   map[string]*bytes.Buffer
+	redact func(string) string // nil: none
 }
 
 func (l *lineEmitter) stream(name string) *streamWriter {
@@ -161,6 +166,9 @@ func (l *lineEmitter) flush() {
 }
 
 func (l *lineEmitter) emit(stream, line string) {
+	if l.redact != nil {
+		line = l.redact(line)
+	}
 	l.sink.Emit(events.Event{Time: time.Now(), Type: events.Output, Stage: l.stage, Message: line,
 		Data: map[string]string{"stream": stream}})
 }

@@ -200,8 +200,9 @@ func TestHTTPServer(t *testing.T) {
 	}
 }
 
+// TestCloseLeavesNothing is not parallel: it finds the servers by their binary's path, which
+// the package's other tests run too.
 func TestCloseLeavesNothing(t *testing.T) {
-	t.Parallel()
 	sb := localSandbox(t)
 	set, err := Start(t.Context(), []Server{{Name: "a", Command: serverBin}, {Name: "b", Command: serverBin, Host: true}}, Options{Sandbox: sb})
 	if err != nil {

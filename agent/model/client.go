@@ -52,6 +52,16 @@ func ProviderNames() []string {
 	return names
 }
 
+// KeyEnvs lists the environment variables the providers read API keys from, sorted.
+func KeyEnvs() []string {
+	names := make([]string, 0, len(providers))
+	for _, p := range providers {
+		names = append(names, p.keyEnv)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // Option configures New.
 type Option func(*config)
 

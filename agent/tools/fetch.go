@@ -28,8 +28,9 @@ const (
 	fetchMaxRedirects = 5
 )
 
-// ErrBlockedAddress is returned when web_fetch would connect to a loopback, private,
-// link-local (cloud metadata) or otherwise internal address.
+// ErrBlockedAddress is returned when web_fetch would connect to an address in a
+// special-purpose range (loopback, private, link-local cloud metadata, documentation,
+// benchmarking, ...) or one of the host's own addresses.
 var ErrBlockedAddress = errors.New("address is not public")
 
 type fetchTool struct{ env *Env }
@@ -47,36 +48,104 @@ func (t *fetchTool) Def() model.Tool {
 	}
 }
 
-// blockedIP reports whether connecting to ip could reach something internal.
-func blockedIP(ip netip.Addr) bool {
+// specialPurpose are the IANA IPv4 and IPv6 Special-Purpose Address Registries' blocks
+// (plus multicast and the deprecated site-local and IPv4-compatible ranges): none is a
+// public web server, and several reach the runner, its network or its cloud.
+var specialPurpose = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		// IPv4 (iana-ipv4-special-registry)
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24",
+		"192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+		"224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
+		// IPv6 (iana-ipv6-special-registry)
+		"::/96", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+		"2001::/23", "2001:db8::/32", "2002::/16", "2620:4f:8000::/48", "3fff::/20", "5f00::/16",
+		"fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// addrGuard decides which addresses web_fetch may connect to.
+type addrGuard struct {
+	// local lists the host's own interface addresses; nil means net.InterfaceAddrs.
+	local func() ([]net.Addr, error)
+	// allow, in tests, admits an address the guard would refuse (an httptest server's
+	// loopback); nil in production.
+	allow func(netip.Addr) bool
+}
+
+// refuse says why connecting to ip could reach something internal, or "" if it may.
+func (g addrGuard) refuse(ip netip.Addr) string {
 	ip = ip.Unmap()
-	cgnat := netip.MustParsePrefix("100.64.0.0/10")
-	return !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
-		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() ||
-		ip.IsUnspecified() || cgnat.Contains(ip)
+	if g.allow != nil && g.allow(ip) {
+		return ""
+	}
+	if !ip.IsValid() {
+		return "not an IP address"
+	}
+	for _, p := range specialPurpose {
+		if p.Contains(ip) {
+			return "special-purpose range " + p.String()
+		}
+	}
+	local := g.local
+	if local == nil {
+		local = net.InterfaceAddrs
+	}
+	addrs, err := local()
+	if err != nil {
+		return "the host's own addresses cannot be listed: " + err.Error()
+	}
+	for _, a := range addrs {
+		if pfx, err := netip.ParsePrefix(a.String()); err == nil && pfx.Addr().Unmap() == ip {
+			return "an address of this host"
+		}
+	}
+	return ""
+}
+
+// check returns an ErrBlockedAddress error for a refused address.
+func (g addrGuard) check(ip netip.Addr) error {
+	if why := g.refuse(ip); why != "" {
+		return fmt.Errorf("%w: %s is in %s", ErrBlockedAddress, ip, why)
+	}
+	return nil
+}
+
+// control runs at connect time, after DNS, for every connection (redirects included):
+// a name that resolves to an internal address is refused here.
+func (g addrGuard) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrBlockedAddress, address)
+	}
+	return g.check(ap.Addr())
+}
+
+// checkHost refuses a URL whose host is a literal internal address, before any request.
+func (g addrGuard) checkHost(u *url.URL) error {
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		return g.check(ip)
+	}
+	return nil
 }
 
 // BlockedAddress reports whether connecting to ip could reach something internal: the
 // rule web_fetch applies, for other host-side clients (MCP over HTTP) to share.
-func BlockedAddress(ip netip.Addr) bool { return blockedIP(ip) }
+func BlockedAddress(ip netip.Addr) bool { return addrGuard{}.refuse(ip) != "" }
 
 // NewFetchClient returns web_fetch's default client: no proxy, a 30 s timeout, at most 5
-// redirects and only to http or https, and a dialer that refuses non-public addresses at
-// connect time (so DNS tricks cannot reach the metadata service or the runner's loopback).
-func NewFetchClient() *http.Client {
-	dialer := &net.Dialer{
-		Timeout: 10 * time.Second,
-		Control: func(network, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("%w: %s", ErrBlockedAddress, address)
-			}
-			if blockedIP(ap.Addr()) {
-				return fmt.Errorf("%w: %s", ErrBlockedAddress, ap.Addr())
-			}
-			return nil
-		},
-	}
+// redirects and only to http or https, every redirect target checked, and a dialer that
+// refuses special-purpose and the host's own addresses at connect time (so DNS tricks
+// cannot reach the metadata service or the runner's loopback).
+func NewFetchClient() *http.Client { return newFetchClient(addrGuard{}) }
+
+func newFetchClient(g addrGuard) *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: g.control}
 	return &http.Client{
 		Timeout: fetchTimeout,
 		Transport: &http.Transport{
@@ -85,7 +154,12 @@ func NewFetchClient() *http.Client {
 			ResponseHeaderTimeout: 20 * time.Second,
 			MaxIdleConns:          4,
 		},
-		CheckRedirect: checkRedirect,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if err := checkRedirect(req, via); err != nil {
+				return err
+			}
+			return g.checkHost(req.URL)
+		},
 	}
 }
 
@@ -123,6 +197,11 @@ func (t *fetchTool) Run(ctx context.Context, input json.RawMessage) (Result, err
 		return errorf("url must not carry credentials"), nil
 	}
 	client := t.env.fetchClient()
+	if t.env.HTTPClient == nil {
+		if err := (addrGuard{}).checkHost(u); err != nil {
+			return errorf("fetch %s refused: %v", u, err), nil
+		}
+	}
 	if client.CheckRedirect == nil {
 		c := *client
 		c.CheckRedirect = checkRedirect

@@ -176,8 +176,14 @@ func helpVars() kong.Vars {
 		if len(k.Env) > 0 {
 			parts = append(parts, "env "+strings.Join(k.Env, ", "))
 		}
-		section, key := splitKey(k.Name)
-		parts = append(parts, fmt.Sprintf("config [%s] %s", section, key))
+		if section, key := splitKey(k.Name); section != "" {
+			parts = append(parts, fmt.Sprintf("config [%s] %s", section, key))
+		} else {
+			parts = append(parts, "config "+key)
+		}
+		if k.Trust != config.Safe {
+			parts = append(parts, "trusted-only: not from the project's config")
+		}
 		vars["cfg_"+strings.NewReplacer(".", "_").Replace(k.Name)] = "(" + strings.Join(parts, "; ") + ")"
 	}
 	return vars

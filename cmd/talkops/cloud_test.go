@@ -72,7 +72,9 @@ func TestCloudProvidersThroughCLI(t *testing.T) {
 			dir := project(t, map[string]string{"r.toml": rubric, "README.md": "hi", ".env": "SECRET=1",
 				".talkops/config.toml": cfg})
 
-			got := runIn(t, dir, testEnv(t, nil), "--sandbox", tc.provider, "--rubric", "r.toml")
+			// The endpoint is trusted-only; this test's user vouches for its project.
+			trust := "--trust-project-config"
+			got := runIn(t, dir, testEnv(t, nil), trust, "--sandbox", tc.provider, "--rubric", "r.toml")
 			if got.code != 2 || !strings.Contains(got.stderr, tc.missing) {
 				t.Fatalf("without credentials: exit %d, want 2 naming %s\n%s", got.code, tc.missing, got.stderr)
 			}
@@ -80,7 +82,7 @@ func TestCloudProvidersThroughCLI(t *testing.T) {
 				t.Fatalf("a usage error created %d sandboxes", created)
 			}
 
-			got = runIn(t, dir, testEnv(t, svc.env), "--sandbox", tc.provider, "--rubric", "r.toml")
+			got = runIn(t, dir, testEnv(t, svc.env), trust, "--sandbox", tc.provider, "--rubric", "r.toml")
 			if got.code != 0 {
 				t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", got.code, got.stdout, got.stderr)
 			}

@@ -9,10 +9,15 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/runner"
 )
 
 func main() {
+	// The CLI's only children are its sandbox provider's commands: orphans a local command
+	// detached are reparented here, where the sandbox's Close finds and kills them.
+	// Failing to is no reason to stop (the kernel may be too old).
+	_ = local.BecomeSubreaper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	force := make(chan struct{})
 	sigs := make(chan os.Signal, 2)

@@ -8,10 +8,15 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/talkops/talkops/internal/fileread"
 )
 
-// maxStdin caps piped stdin, as TalkOps does.
+// maxStdin caps piped stdin, as TalkOps does, and --prompt-file.
 const maxStdin = 10 << 20
+
+// readPromptFile reads --prompt-file: a regular file within the stdin limit.
+func readPromptFile(path string) ([]byte, error) { return fileread.Read(path, maxStdin) }
 
 // stdinGrace is how long a run that already has a prompt waits for the first byte on a
 // pipe that is open but silent (some CI agents leave one attached): long enough for a

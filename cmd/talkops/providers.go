@@ -55,6 +55,9 @@ var providerMakers = map[string]providerMaker{
 		if err := decodeProviderTable(cfg, local.Name, &opts); err != nil {
 			return nil, capabilities{}, err
 		}
+		// The agent's commands run as this user: they must not read our environment
+		// through /proc. Failing to is no reason to stop; local is for trusted code.
+		_ = local.MarkNonDumpable()
 		// Recorded process groups let `sandbox gc` kill what a SIGKILLed run left.
 		return local.New(local.Options{Getenv: getenv, StateDir: local.DefaultStateDir(getenv)}), capabilities{}, nil
 	},

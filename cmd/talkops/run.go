@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -21,6 +23,7 @@ import (
 	"github.com/talkops/talkops/internal/version"
 	"github.com/talkops/talkops/output"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/providers/workspace"
 	"github.com/talkops/talkops/report"
 	"github.com/talkops/talkops/report/hygiene"
@@ -58,6 +61,7 @@ type runCmd struct {
 	Timeout             string   `placeholder:"DURATION" config:"run.timeout" help:"Budget for everything before teardown, e.g. 20m; running out exits 124. ${cfg_run_timeout}"`
 	ReportDir           string   `name:"report-dir" placeholder:"DIR" config:"run.report_dir" help:"Where result.json and reports are written. ${cfg_run_report_dir}"`
 	LogLevel            string   `name:"log-level" placeholder:"LEVEL" config:"run.log_level" help:"debug, info, warn or error. ${cfg_run_log_level}"`
+	TrustProjectConfig  bool     `name:"trust-project-config" config:"trust_project_config" help:"Let the project's .talkops/config.toml set trusted-only keys (base URLs, approval, binds, ...) and paths outside the project. Only for repositories whose every change you trust. ${cfg_trust_project_config}"`
 	Advisory            bool     `help:"Exit 0 instead of 3 (error) or 124 (budget): infrastructure trouble does not fail the job."`
 
 	flagsSet map[string]*kong.Flag
@@ -77,6 +81,8 @@ func (c *runCmd) configFlags() (vals, names map[string]string, err error) {
 		switch name {
 		case "no-sync":
 			vals[key] = "false"
+		case "trust-project-config":
+			vals[key] = strconv.FormatBool(c.TrustProjectConfig)
 		case "sandbox":
 			if c.Sandbox == sandboxBare {
 				vals[key] = ""
@@ -121,7 +127,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	runID := newRunID()
 	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
-	secrets := report.SecretsFromEnv(a.getenv)
+	secrets := report.SecretsFromEnv(a.getenv, cfg.Redact.Env...)
 	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets}
 
 	sinks := []events.Sink{}
@@ -180,8 +186,8 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 // quietLine is what -q prints: the agent's final answer when there is one, else the
 // verdict line.
 func quietLine(r *result.Result) string {
-	if r.Agent != nil && r.Agent.FinalAnswer != "" {
-		return r.Agent.FinalAnswer
+	if a := output.Answer(r); a != "" {
+		return a
 	}
 	return output.VerdictLine(r)
 }
@@ -222,7 +228,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 	}
 	prompt, err := resolvePrompt(promptInput{
 		flag: cmpOr(c.Prompt, c.NonInteractive), positional: c.Words, file: c.PromptFile,
-		readFile: os.ReadFile, stdin: a.stdin,
+		readFile: readPromptFile, stdin: a.stdin,
 	})
 	if err != nil {
 		return err
@@ -238,6 +244,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 	// Env and header values of MCP servers are secrets like the API keys.
 	c.report.Secrets = append(c.report.Secrets, servers.Secrets...)
 	redactor := hygiene.NewRedactor(c.report.Secrets...)
+	opts.Redact = redactor.Redact
 
 	var agentModel model.Model
 	agentSpec := cfg.Model.Name
@@ -285,7 +292,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 
 // planSandbox builds the provider and checks that the sandbox flags make sense for it,
 // then the spec, the setup script and the workspace sync.
-func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
+func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, sink events.Sink) error {
 	name := cfg.Sandbox.Provider
 	newProvider, err := lookupProvider(cfg, name, a.getenv)
 	if err != nil {
@@ -296,6 +303,9 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _
 		return err
 	}
 	opts.Provider = prov
+	if name == local.Name && c.session != nil && cfg.Approval.Mode == "yes" {
+		warnLocalKeys(a.getenv, sink)
+	}
 	snapshot := cfg.Sandbox.Snapshot
 	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.defaultSnapshot {
 		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
@@ -318,6 +328,24 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _
 		opts.Sync = syncer(cfg)
 	}
 	return nil
+}
+
+// warnLocalKeys warns when the agent's commands, approved without asking, run on this
+// host while model keys are in talkops's environment: on local they can read it.
+func warnLocalKeys(getenv func(string) string, sink events.Sink) {
+	var present []string
+	for _, k := range model.KeyEnvs() {
+		if getenv(k) != "" {
+			present = append(present, k)
+		}
+	}
+	if len(present) == 0 {
+		return
+	}
+	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageProvision,
+		Message: fmt.Sprintf("the local provider runs the agent's commands on this host, approved with -y, while %s "+
+			"is in talkops's environment: a command can read it (local is for trusted code only; "+
+			"use --sandbox bwrap or docker for anything else)", strings.Join(present, ", "))})
 }
 
 // sandboxSpec labels the sandbox with the run id and an expiry, and gives providers that

@@ -55,7 +55,7 @@ type Options struct {
 	Rootfs string `toml:"rootfs"`
 	// WorkingDir is where the workspace is mounted inside the sandbox; "" means
 	// DefaultWorkingDir. Spec.WorkDir overrides it per run.
-	WorkingDir string `toml:"working_dir"`
+	WorkingDir string `toml:"working_dir" trust:"safe"`
 	// ReadOnlyBinds are extra host paths made visible read-only at the same path inside
 	// the sandbox, for tools installed outside /usr (e.g. "/opt/hostedtoolcache").
 	ReadOnlyBinds []string `toml:"ro_binds"`

@@ -34,7 +34,7 @@ const (
 type Options struct {
 	// Image is the image sandboxes are created from; Spec.Snapshot overrides it per run.
 	// "" means DefaultImage.
-	Image string `toml:"image"`
+	Image string `toml:"image" trust:"safe"`
 	// Network is the container's network mode: "none" (default, loopback only),
 	// "bridge", "host" or the name of a user-defined network.
 	Network string `toml:"network"`
@@ -47,11 +47,11 @@ type Options struct {
 	CPUs float64 `toml:"cpus"`
 	// WorkingDir is the sandbox's working directory; "" means DefaultWorkingDir.
 	// Spec.WorkDir overrides it per run.
-	WorkingDir string `toml:"working_dir"`
+	WorkingDir string `toml:"working_dir" trust:"safe"`
 	// User runs commands as this user ("1000", "app:app"); "" means the image's user.
-	User string `toml:"user"`
+	User string `toml:"user" trust:"safe"`
 	// Pull is PullMissing (""), PullNever or PullAlways.
-	Pull string `toml:"pull"`
+	Pull string `toml:"pull" trust:"safe"`
 
 	// Client talks to the engine; nil means a client from the environment
 	// (DOCKER_HOST, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY) with API version negotiation.

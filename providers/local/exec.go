@@ -92,10 +92,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	if err != nil {
 		return providers.ExecResult{}, fmt.Errorf("local: exec %s: %w", name, err)
 	}
-	defer s.forgetToken(token)
-	if token != "" {
-		env = append(env, tokenEnv+"="+token)
-	}
+	env = append(env, tokenEnv+"="+token)
 	c := exec.CommandContext(runCtx, prog, cmd.Argv[1:]...)
 	c.Args[0] = name
 	c.Dir = dir
@@ -118,7 +115,14 @@ func (s *sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	// stays locked to this goroutine, and out of others' reach, until Wait returned.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := c.Start(); err != nil {
+	starting.RLock()
+	err = c.Start()
+	if err == nil {
+		registerDirect(c.Process.Pid)
+		defer unregisterDirect(c.Process.Pid)
+	}
+	starting.RUnlock()
+	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return providers.ExecResult{}, fmt.Errorf("local: exec %s: %w", name, ctxErr)
 		}

@@ -99,7 +99,10 @@ func TestFinishedCommandLeavesNoGroupRecord(t *testing.T) {
 	}
 	var names []string
 	for _, e := range ents {
-		names = append(names, e.Name())
+		// The command's token stays until Close: a process it detached is found by it.
+		if !strings.HasPrefix(e.Name(), "cmd-") {
+			names = append(names, e.Name())
+		}
 	}
 	if diff := cmp.Diff([]string{"sandbox.json"}, names); diff != "" {
 		t.Errorf("the record directory after the command ended (-want +got):\n%s", diff)

@@ -9,7 +9,12 @@
 // Download cannot reach outside the working directory.
 //
 // Commands left running in the background by a command that exited (`server &`) keep
-// running, as they would in a container, until Close kills their process group.
+// running, as they would in a container, until Close kills their process group. Every
+// process a command starts carries the command's token in its environment, which
+// setsid, double forks and nohup keep: Close, and `sandbox gc` after a SIGKILLed run,
+// find and kill such detached processes by it. A process that also clears its
+// environment (env -i setsid ...) is found only when the process called BecomeSubreaper,
+// and only by Close: local is for trusted code only.
 //
 // A talkops process that is SIGKILLed cannot run Close. On Linux each command gets
 // SIGKILL from the kernel when talkops dies (the parent-death signal), which reaches the
@@ -171,6 +176,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	p.mu.Lock()
 	p.sandboxes[sb] = struct{}{}
 	p.mu.Unlock()
+	registerOpen(sb)
 	return sb, nil
 }
 
@@ -238,6 +244,7 @@ type sandbox struct {
 	closed  bool
 	running map[*context.CancelCauseFunc]struct{}
 	groups  map[int]struct{} // process groups that may still have members
+	tokens  []string         // every command's token (see recordToken)
 	execs   sync.WaitGroup
 }
 
@@ -357,17 +364,25 @@ func (s *sandbox) Close(ctx context.Context) error {
 		(*cancel)(providers.ErrClosed)
 	}
 	groups := slices.Collect(maps.Keys(s.groups))
+	tokens := slices.Clone(s.tokens)
 	s.mu.Unlock()
 
 	for _, pgid := range groups {
 		killGroup(pgid)
 	}
-	var err error
-	if s.stateDir != "" {
-		// The groups are SIGKILLed, which cannot be ignored: their record goes too.
+	// What left its process group (setsid, a double fork) still carries its command's
+	// token; it is killed before the record that would let gc find it goes.
+	unregisterOpen(s)
+	err := errors.Join(killMarked(ctx, tokens), killOrphans())
+	if err != nil {
+		err = fmt.Errorf("local: close %s: %w", s.id, err)
+	}
+	if s.stateDir != "" && err == nil {
+		// The groups and the detached processes are SIGKILLed, which cannot be ignored:
+		// their record goes too. Were one left, the record stays for `sandbox gc`.
 		s.mu.Lock()
 		if rerr := os.RemoveAll(s.stateDir); rerr != nil {
-			err = fmt.Errorf("local: close %s: remove its record: %w", s.id, rerr)
+			err = errors.Join(err, fmt.Errorf("local: close %s: remove its record: %w", s.id, rerr))
 		}
 		s.mu.Unlock()
 	}

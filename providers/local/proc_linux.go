@@ -33,14 +33,15 @@ func parseStat(pid int, b []byte) (procInfo, error) {
 	if len(f) < 20 {
 		return procInfo{}, fmt.Errorf("/proc/%d/stat: %d fields, want at least 22", pid, len(f)+2)
 	}
+	ppid, err0 := strconv.Atoi(string(f[1]))
 	pgid, err1 := strconv.Atoi(string(f[2]))
 	sid, err2 := strconv.Atoi(string(f[3]))
 	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	if err := errors.Join(err0, err1, err2, err3); err != nil {
 		return procInfo{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	st := string(f[0])
-	return procInfo{PID: pid, PGID: pgid, SID: sid, Start: start, Zombie: st == "Z" || st == "X"}, nil
+	return procInfo{PID: pid, PPID: ppid, PGID: pgid, SID: sid, Start: start, Zombie: st == "Z" || st == "X"}, nil
 }
 
 // readProcs returns every process /proc lists (processes that vanish meanwhile are

@@ -17,9 +17,9 @@ func TestParseStat(t *testing.T) {
 		wantErr bool
 	}{
 		{"Plain", "42 (sleep) S 1 40 30 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 123456 1000 10",
-			procInfo{PID: 42, PGID: 40, SID: 30, Start: 123456}, false},
+			procInfo{PID: 42, PPID: 1, PGID: 40, SID: 30, Start: 123456}, false},
 		{"CommWithSpacesAndParen", "42 (a b) c) Z 1 40 30 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 77 1000 10",
-			procInfo{PID: 42, PGID: 40, SID: 30, Start: 77, Zombie: true}, false},
+			procInfo{PID: 42, PPID: 1, PGID: 40, SID: 30, Start: 77, Zombie: true}, false},
 		{"Truncated", "42 (sleep) S 1 40 30", procInfo{}, true},
 		{"NoComm", "42 sleep S 1 40 30", procInfo{}, true},
 		{"BadNumber", "42 (sleep) S 1 x 30 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 1 1000 10", procInfo{}, true},

@@ -174,9 +174,10 @@ func readGroups(dir string) ([]groupRecord, []error) {
 
 // procInfo is what /proc says about one process.
 type procInfo struct {
-	PID, PGID, SID int
-	Start          uint64
-	Zombie         bool
+	PID, PPID int
+	PGID, SID int
+	Start     uint64
+	Zombie    bool
 }
 
 // ownedMembers returns the running members of g's process group when the group is still
@@ -425,25 +426,52 @@ type tokenRecord struct {
 	BootID string `json:"boot_id,omitempty"`
 }
 
-// recordToken writes a new command token before the command starts; "" when nothing is
-// recorded (no state directory).
+// recordToken makes a new command token and, with a state directory, writes it there
+// before the command starts. Tokens are kept until the sandbox is closed or deleted: a
+// process the command detached (setsid, a double fork, nohup) outlives the command and
+// its process group, and its token is how Close and `sandbox gc` still find it.
 func (s *sandbox) recordToken() (string, error) {
-	if s.stateDir == "" {
-		return "", nil
-	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	token := hex.EncodeToString(b)
-	if err := writeJSON(filepath.Join(s.stateDir, tokenFile(token)), tokenRecord{Token: token, BootID: bootID()}); err != nil {
-		return "", fmt.Errorf("record the command: %w", err)
+	if s.stateDir != "" {
+		if err := writeJSON(filepath.Join(s.stateDir, tokenFile(token)), tokenRecord{Token: token, BootID: bootID()}); err != nil {
+			return "", fmt.Errorf("record the command: %w", err)
+		}
 	}
+	s.mu.Lock()
+	s.tokens = append(s.tokens, token)
+	s.mu.Unlock()
 	return token, nil
 }
 
-// forgetToken removes a command's token once the command and its process group are done.
-func (s *sandbox) forgetToken(token string) {
-	if s.stateDir != "" && token != "" {
-		_ = os.Remove(filepath.Join(s.stateDir, tokenFile(token)))
+// killMarked SIGKILLs every process carrying one of tokens in its environment and waits
+// (bounded by ctx and reapWait) until none runs. Without /proc it does nothing.
+func killMarked(ctx context.Context, tokens []string) error {
+	if len(tokens) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(reapWait)
+	for {
+		procs, err := readProcs()
+		if err != nil {
+			return nil
+		}
+		left := marked(procs, tokens)
+		if len(left) == 0 {
+			return nil
+		}
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes %v still run %s after SIGKILL", left, reapWait)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("processes %v still run: %w", left, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 

@@ -72,8 +72,9 @@ func checkAnnotations(r *result.Result, red *hygiene.Redactor) []*gh.CheckRunAnn
 func (p *Publisher) finishCheck(ctx context.Context, r *result.Result, t target) (int, error) {
 	red := p.cfg.Redactor
 	anns := checkAnnotations(r, red)
-	title := hygiene.Truncate(render.Headline(r, red), checkTitleBytes)
+	title := p.headline(r)
 	summary := render.Markdown(r, render.Options{
+		Notes:    p.untrustedNote(),
 		MaxBytes: CheckTextBytes,
 		Redactor: red,
 		Overview: true,
@@ -95,7 +96,7 @@ func (p *Publisher) finishCheck(ctx context.Context, r *result.Result, t target)
 		batches = [][]*gh.CheckRunAnnotation{nil}
 	}
 	name := p.checkName(r)
-	conclusion := Conclusion(r, p.cfg.ErrorConclusion)
+	conclusion := p.conclusion(r)
 	for i, batch := range batches {
 		last := i == len(batches)-1
 		if p.checkID == 0 {
@@ -155,14 +156,13 @@ func (p *Publisher) completeCheck(ctx context.Context, r *result.Result) {
 	if p.checkID == 0 {
 		return
 	}
-	red := p.cfg.Redactor
 	_, _, _ = p.client.Checks.UpdateCheckRun(ctx, p.owner, p.repo, p.checkID, gh.UpdateCheckRunOptions{
 		Name:        p.checkName(r),
 		Status:      gh.String("completed"),
-		Conclusion:  gh.String(Conclusion(r, p.cfg.ErrorConclusion)),
+		Conclusion:  gh.String(p.conclusion(r)),
 		CompletedAt: &gh.Timestamp{Time: time.Now()},
 		Output: &gh.CheckRunOutput{
-			Title:   gh.String(hygiene.Truncate(render.Headline(r, red), checkTitleBytes)),
+			Title:   gh.String(p.headline(r)),
 			Summary: gh.String("The annotations could not be sent; they are in the job's annotations and summary."),
 		},
 	})

@@ -47,6 +47,7 @@ func (p *Publisher) comment(ctx context.Context, r *result.Result, t target) err
 		Redactor:    p.cfg.Redactor,
 		Marker:      marker,
 		MaxFindings: 30,
+		Notes:       p.untrustedNote(),
 		MoreAt:      "the job summary and the report artifact",
 	})
 	var existing *gh.IssueComment

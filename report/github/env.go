@@ -3,9 +3,9 @@ package github
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/result"
 )
 
@@ -41,7 +41,8 @@ type WorkflowRun struct {
 	HeadSHA  string
 	Event    string // the triggering run's event, e.g. pull_request
 	HeadRepo string
-	PRs      []int // empty for pull requests from forks
+	Repo     string // the repository the run belongs to (workflow_run.repository)
+	PRs      []int  // empty for pull requests from forks
 }
 
 type payload struct {
@@ -65,6 +66,9 @@ type payload struct {
 		HeadRepository *struct {
 			FullName string `json:"full_name"`
 		} `json:"head_repository"`
+		Repository *struct {
+			FullName string `json:"full_name"`
+		} `json:"repository"`
 		PullRequests []struct {
 			Number int `json:"number"`
 		} `json:"pull_requests"`
@@ -99,14 +103,7 @@ func ReadEnv(getenv func(string) string) Env {
 }
 
 func readEvent(path string) (Event, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return Event{}, fmt.Errorf("read event payload: %w", err)
-	}
-	if fi.Size() > maxEventBytes {
-		return Event{}, fmt.Errorf("read event payload %s: %d bytes is more than %d", path, fi.Size(), maxEventBytes)
-	}
-	data, err := os.ReadFile(path)
+	data, err := fileread.Read(path, maxEventBytes)
 	if err != nil {
 		return Event{}, fmt.Errorf("read event payload: %w", err)
 	}
@@ -127,6 +124,9 @@ func readEvent(path string) (Event, error) {
 		ev.WorkflowRun = &WorkflowRun{HeadSHA: wr.HeadSHA, Event: wr.Event}
 		if wr.HeadRepository != nil {
 			ev.WorkflowRun.HeadRepo = wr.HeadRepository.FullName
+		}
+		if wr.Repository != nil {
+			ev.WorkflowRun.Repo = wr.Repository.FullName
 		}
 		for _, pr := range wr.PullRequests {
 			ev.WorkflowRun.PRs = append(ev.WorkflowRun.PRs, pr.Number)
@@ -151,6 +151,28 @@ func (e Env) Fork() bool {
 		return false
 	}
 	return e.Event.HeadRepo == "" || !strings.EqualFold(e.Event.HeadRepo, e.Event.BaseRepo)
+}
+
+// UntrustedRun says why a workflow_run job publishes the result of code nobody vouched
+// for: the triggering run's head is in another repository (a fork, or a deleted one).
+// "" when the payload shows the run's head in this repository, or this is no
+// workflow_run.
+func (e Env) UntrustedRun() string {
+	wr := e.Event.WorkflowRun
+	if e.EventName != "workflow_run" || wr == nil {
+		return ""
+	}
+	base := wr.Repo
+	if base == "" {
+		base = e.Repo
+	}
+	switch {
+	case wr.HeadRepo == "":
+		return "the triggering run's head repository is unknown or deleted"
+	case !strings.EqualFold(wr.HeadRepo, base):
+		return "the triggering run came from the fork " + wr.HeadRepo
+	}
+	return ""
 }
 
 // ReadOnly says why the token cannot write, or "" when it may. Only what the environment

@@ -52,6 +52,10 @@ type Config struct {
 	// BotLogin is the token's login when GET /user cannot tell (default
 	// github-actions[bot]); set it when publishing with another GitHub App's token.
 	BotLogin string
+	// Untrusted, when set, says why the result was produced by code nobody vouched for
+	// (a fork's run published by a privileged workflow_run job): the check run is never
+	// a success, its title says so, and the check and comment carry the reason.
+	Untrusted string
 	// NoCheckRun and NoComment turn those outputs off.
 	NoCheckRun, NoComment bool
 	// ResultPath is the result.json path given to the result-json output.
@@ -310,6 +314,34 @@ func (p *Publisher) Finish(ctx context.Context, r *result.Result) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// conclusion is Conclusion, except that an untrusted result is always neutral: a success
+// could satisfy branch protection with a verdict its author wrote, and its verdict, in
+// the title, is information rather than a gate.
+func (p *Publisher) conclusion(r *result.Result) string {
+	if p.cfg.Untrusted != "" {
+		return ConclusionNeutral
+	}
+	return Conclusion(r, p.cfg.ErrorConclusion)
+}
+
+// untrustedNote is the line every check run and comment for an untrusted result carries.
+func (p *Publisher) untrustedNote() []string {
+	if p.cfg.Untrusted == "" {
+		return nil
+	}
+	return []string{"This result was produced by untrusted code (" + p.cfg.Untrusted + "): it is reported, not a gate. " +
+		"A maintainer-approved run gives a trusted result."}
+}
+
+// headline is the check-run title: the verdict, marked when the result is untrusted.
+func (p *Publisher) headline(r *result.Result) string {
+	h := render.Headline(r, p.cfg.Redactor)
+	if p.cfg.Untrusted != "" {
+		h = "Untrusted: " + h
+	}
+	return hygiene.Truncate(h, checkTitleBytes)
 }
 
 // Conclusion maps a result to a check-run conclusion: pass → success; fail → failure,

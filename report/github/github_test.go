@@ -761,3 +761,56 @@ func TestLargeResultStaysWithinLimits(t *testing.T) {
 		t.Errorf("step summary does not say findings were left out")
 	}
 }
+
+func TestUntrustedResultIsNeverASuccess(t *testing.T) {
+	t.Parallel()
+	for _, verdict := range []string{result.VerdictPass, result.VerdictFail} {
+		t.Run(verdict, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, "pull_request", prPayload(false))
+			r := makeResult(0, 0)
+			r.Verdict = verdict
+			h.publish(t, h.publisher(t, func(c *Config) { c.Untrusted = "the triggering run came from the fork mallory/infra" }), r)
+			c := h.fake.onlyCheck()
+			if c.Conclusion != ConclusionNeutral {
+				t.Errorf("conclusion = %q, want neutral", c.Conclusion)
+			}
+			if !strings.HasPrefix(c.Title, "Untrusted: ") || !strings.Contains(c.Title, verdict) {
+				t.Errorf("title = %q, want it marked untrusted with the verdict %s", c.Title, verdict)
+			}
+			for what, text := range map[string]string{"check summary": c.Summary, "comment": h.fake.comments[0].Body} {
+				if !strings.Contains(text, "produced by untrusted code (the triggering run came from the fork mallory/infra)") {
+					t.Errorf("%s lacks the untrusted line:\n%s", what, text)
+				}
+			}
+		})
+	}
+}
+
+func TestUntrustedRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		event   string
+		payload any
+		want    string
+	}{
+		{name: "fork", event: "workflow_run", payload: workflowRunPayload(headSHA), want: "the fork mallory/infra"},
+		{name: "same repository", event: "workflow_run", payload: map[string]any{"workflow_run": map[string]any{
+			"head_sha": headSHA, "head_repository": map[string]any{"full_name": "acme/infra"},
+			"repository": map[string]any{"full_name": "acme/infra"}}}},
+		{name: "deleted head repository", event: "workflow_run", payload: map[string]any{"workflow_run": map[string]any{"head_sha": headSHA}},
+			want: "unknown or deleted"},
+		{name: "not a workflow_run", event: "pull_request", payload: prPayload(true)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, tt.event, tt.payload)
+			got := ReadEnv(h.getenv).UntrustedRun()
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("UntrustedRun() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

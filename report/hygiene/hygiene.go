@@ -72,10 +72,18 @@ func NewRedactor(secrets ...string) *Redactor {
 	return &Redactor{replacer: strings.NewReplacer(pairs...)}
 }
 
-// Redact returns s with every known secret and token shape replaced by ***.
+// urlCredentials matches the user:password part of a URL (postgres://app:pw@db/x,
+// https://x-access-token:TOKEN@github.com); a bare user (ssh://git@host) is kept.
+var urlCredentials = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@:'"<>]+:[^\s/?#@'"<>]+@`)
+
+// Redact returns s with every known secret, token shape and URL credential replaced
+// by ***.
 func (r *Redactor) Redact(s string) string {
 	if r != nil && r.replacer != nil {
 		s = r.replacer.Replace(s)
+	}
+	if strings.Contains(s, "://") {
+		s = urlCredentials.ReplaceAllString(s, "${1}"+Redacted+"@")
 	}
 	if !mayHoldToken(s) {
 		return s

@@ -26,6 +26,9 @@ func TestRedact(t *testing.T) {
 		{"slack", "xoxb-123456789012-abcdefABCDEF", "***"},
 		{"gitlab", "glpat-" + strings.Repeat("k", 20), "***"},
 		{"private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nafter", "***\nafter"},
+		{"url credentials", "DATABASE_URL=postgres://app:s3cr3t-pw@db.internal:5432/prod ok", "DATABASE_URL=postgres://***@db.internal:5432/prod ok"},
+		{"url token as user", "git clone https://x-access-token:abcdef123456@github.com/o/r", "git clone https://***@github.com/o/r"},
+		{"url without password kept", "ssh://git@github.com/o/r and https://example.com/a@b", "ssh://git@github.com/o/r and https://example.com/a@b"},
 		{"prose untouched", "ask a skeptic about risk-taking", "ask a skeptic about risk-taking"},
 		{"inside a word untouched", "task-queue-processing-worker-name", "task-queue-processing-worker-name"},
 	}
