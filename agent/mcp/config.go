@@ -60,12 +60,16 @@ type Config struct {
 }
 
 // serverEntry is one entry of the JSON file and one [mcp.servers.NAME] table.
+//
+// Only type and url are safe in a project's own config file: such a server runs nothing,
+// receives no credential, and is always held to web_fetch's refusal of private and
+// special-purpose addresses. Every other key is trusted-only.
 type serverEntry struct {
-	Type    string            `json:"type" toml:"type"`
+	Type    string            `json:"type" toml:"type" trust:"safe"`
 	Command string            `json:"command" toml:"command"`
 	Args    []string          `json:"args" toml:"args"`
 	Env     map[string]string `json:"env" toml:"env"`
-	URL     string            `json:"url" toml:"url"`
+	URL     string            `json:"url" toml:"url" trust:"safe"`
 	Headers map[string]string `json:"headers" toml:"headers"`
 	Host    bool              `json:"host" toml:"host"`
 	// AllowPrivate is allow_private in both formats.
