@@ -460,9 +460,6 @@ func (e *rpcError) Error() string {
 	if msg == "" {
 		return name
 	}
-	if i := strings.Index(e.wrapped.Error(), "[gave up after"); i >= 0 {
-		return name + ": " + msg + " " + e.wrapped.Error()[i:]
-	}
 	return name + ": " + msg
 }
 

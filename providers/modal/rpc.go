@@ -196,14 +196,16 @@ func (p *callPolicy) unary(ctx context.Context, method string, req, reply any, c
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		if status.Code(err) == codes.Unauthenticated && p.onUnauthenticated != nil && !reauthed {
+		// A rejected token is fetched again once; rejected credentials (AuthTokenGet
+		// itself) are final.
+		if status.Code(err) == codes.Unauthenticated && p.onUnauthenticated != nil && !reauthed && method != authTokenGetMethod {
 			reauthed = true
 			p.onUnauthenticated()
 			continue
 		}
 		if p.noRetry[method] || !retryable(err) || attempt+1 >= p.retry.Attempts {
-			if attempt > 0 {
-				return fmt.Errorf("%w [gave up after %d attempts]", err, attempt+1)
+			if st, ok := status.FromError(err); ok && attempt > 0 {
+				return status.Error(st.Code(), fmt.Sprintf("%s [gave up after %d attempts]", st.Message(), attempt+1))
 			}
 			return err
 		}
