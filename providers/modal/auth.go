@@ -63,13 +63,24 @@ func loadCredentials(getenv func(string) string) (account, error) {
 		environment: firstNonEmpty(getenv("MODAL_ENVIRONMENT"), prof.Environment),
 		serverURL:   firstNonEmpty(getenv("MODAL_SERVER_URL"), prof.ServerURL),
 	}
-	if c.tokenID == "" || c.tokenSecret == "" {
+	var missing []string
+	if c.tokenID == "" {
+		missing = append(missing, "MODAL_TOKEN_ID")
+	}
+	if c.tokenSecret == "" {
+		missing = append(missing, "MODAL_TOKEN_SECRET")
+	}
+	if len(missing) > 0 {
 		where := fmt.Sprintf("and %s has no profile with token_id and token_secret", path)
 		if name != "" {
 			where = fmt.Sprintf("and profile %q of %s lacks token_id or token_secret", name, path)
 		}
-		return account{}, &httpapi.ConfigError{Provider: Name, Vars: []string{"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"},
-			Problem: "are not set " + where, Hint: "create a token with `modal token new` or in the Modal dashboard under Settings → API Tokens"}
+		verb := "is"
+		if len(missing) > 1 {
+			verb = "are"
+		}
+		return account{}, &httpapi.ConfigError{Provider: Name, Vars: missing,
+			Problem: verb + " not set " + where, Hint: "create a token with `modal token new` or in the Modal dashboard under Settings → API Tokens"}
 	}
 	return c, nil
 }

@@ -29,10 +29,12 @@ package modal
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -147,6 +149,11 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 		opts.StreamGrace = 2 * time.Second
 	}
 	opts.Retry = opts.Retry.withDefaults()
+	if opts.TLSConfig == nil {
+		if opts.TLSConfig, err = extraRoots(getenv("SSL_CERT_FILE")); err != nil {
+			return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"SSL_CERT_FILE"}, Problem: err.Error()}
+		}
+	}
 	addr, tc, err := target(opts.ServerURL, opts.TLSConfig)
 	if err != nil {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"server_url / MODAL_SERVER_URL"}, Problem: err.Error(), Hint: "for example " + DefaultServerURL}
@@ -420,6 +427,26 @@ func (p *Provider) handle(id, taskID, workDir string, owned bool) *remote.Sandbo
 		MaxScript: 60 << 10,
 		TempDir:   p.opts.TempDir,
 	}, d)
+}
+
+// extraRoots trusts the certificates of file (SSL_CERT_FILE, as OpenSSL and Go read
+// it) besides the system roots; "" is the system roots alone.
+func extraRoots(file string) (*tls.Config, error) {
+	if file == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", file)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // ttlSeconds is the sandbox's timeout_secs: Spec.TTL rounded up, within Modal's limit.
