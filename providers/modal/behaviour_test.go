@@ -198,31 +198,42 @@ func TestFaults(t *testing.T) {
 		Ledger: func(srv *modalfake.Server) (int, []string) { l := srv.Ledger(); return l.Created, l.Alive },
 	}.Run(t, []cloudtest.FaultCase[*modalfake.Server, modal.Options]{
 		{
-			Name:     "CreateUnavailableThenOK",
-			Setup:    func(s *modalfake.Server) { s.Faults.Inject("SandboxCreate", 1, modalfake.Fault{Code: codes.Unavailable}) },
+			Name: "CreateUnavailableThenOK",
+			Setup: func(s *modalfake.Server) {
+				s.Faults.Inject("SandboxCreate", 1, modalfake.Fault{Code: codes.Unavailable})
+			},
 			WantCall: map[string]int{"SandboxCreate": 2, "SandboxTerminate": 1},
 		},
 		{
 			// The first create was served but its answer lost: the retry carries the same
 			// idempotency key and gets the same sandbox, so only one exists.
-			Name:     "CreateAnswerLost",
-			Setup:    func(s *modalfake.Server) { s.Faults.Inject("SandboxCreate", 1, modalfake.Fault{Code: codes.Unavailable, AfterAct: true}) },
+			Name: "CreateAnswerLost",
+			Setup: func(s *modalfake.Server) {
+				s.Faults.Inject("SandboxCreate", 1, modalfake.Fault{Code: codes.Unavailable, AfterAct: true})
+			},
 			WantCall: map[string]int{"SandboxCreate": 2, "SandboxTerminate": 1},
 		},
 		{
-			Name:     "CreateDeadlineExceededTwice",
-			Setup:    func(s *modalfake.Server) { s.Faults.Inject("SandboxCreate", 1, modalfake.Fault{Code: codes.DeadlineExceeded}); s.Faults.Inject("SandboxCreate", 2, modalfake.Fault{Code: codes.Internal}) },
+			Name: "CreateDeadlineExceededTwice",
+			Setup: func(s *modalfake.Server) {
+				s.Faults.Inject("SandboxCreate", 1, modalfake.Fault{Code: codes.DeadlineExceeded})
+				s.Faults.Inject("SandboxCreate", 2, modalfake.Fault{Code: codes.Internal})
+			},
 			WantCall: map[string]int{"SandboxCreate": 3},
 		},
 		{
-			Name:     "CreateAlwaysUnavailable",
-			Setup:    func(s *modalfake.Server) { s.Faults.InjectAll("SandboxCreate", modalfake.Fault{Code: codes.Unavailable, Message: "server overloaded"}) },
+			Name: "CreateAlwaysUnavailable",
+			Setup: func(s *modalfake.Server) {
+				s.Faults.InjectAll("SandboxCreate", modalfake.Fault{Code: codes.Unavailable, Message: "server overloaded"})
+			},
 			WantErr:  "UNAVAILABLE: server overloaded [gave up after 4 attempts]",
 			WantCall: map[string]int{"SandboxCreate": 4, "SandboxTerminate": 0},
 		},
 		{
-			Name:     "QuotaIsNotRetried",
-			Setup:    func(s *modalfake.Server) { s.Faults.InjectAll("SandboxCreate", modalfake.Fault{Code: codes.ResourceExhausted, Message: "sandbox limit reached"}) },
+			Name: "QuotaIsNotRetried",
+			Setup: func(s *modalfake.Server) {
+				s.Faults.InjectAll("SandboxCreate", modalfake.Fault{Code: codes.ResourceExhausted, Message: "sandbox limit reached"})
+			},
 			WantErr:  "RESOURCE_EXHAUSTED: sandbox limit reached",
 			WantCall: map[string]int{"SandboxCreate": 1},
 		},
@@ -245,8 +256,10 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"SandboxCreate": 1, "SandboxTerminate": 1},
 		},
 		{
-			Name:     "TagsFail",
-			Setup:    func(s *modalfake.Server) { s.Faults.InjectAll("SandboxTagsSet", modalfake.Fault{Code: codes.InvalidArgument, Message: "bad tag"}) },
+			Name: "TagsFail",
+			Setup: func(s *modalfake.Server) {
+				s.Faults.InjectAll("SandboxTagsSet", modalfake.Fault{Code: codes.InvalidArgument, Message: "bad tag"})
+			},
 			WantErr:  "INVALID_ARGUMENT: bad tag",
 			WantCall: map[string]int{"SandboxCreate": 1, "SandboxTerminate": 1},
 		},
