@@ -7,7 +7,7 @@ LDFLAGS   := -s -w -X github.com/talkops/talkops/internal/version.version=$(VERS
 GOLANGCI  ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 GORELEASER ?= github.com/goreleaser/goreleaser/v2@v2.16.0
 
-.PHONY: build install test test-race test-faults lint fmt vet tidy bench pr docker docker-ci release-snapshot actionlint
+.PHONY: build install test test-race test-faults lint fmt vet tidy bench pr docker docker-ci release-snapshot actionlint proto
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/talkops ./cmd/talkops
@@ -30,6 +30,10 @@ fmt:
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) run $(GOLANGCI) run $(PKGS)
+
+# proto regenerates the Modal gRPC stubs (needs protoc: apt-get install protobuf-compiler).
+proto:
+	sh providers/modal/internal/modalpb/gen.sh
 
 tidy:
 	$(GO) mod tidy

@@ -18,7 +18,7 @@ import (
 //	go test ./faulttest -run '^$' -bench SIGTERMToDeleted -benchtime 5x
 func BenchmarkSIGTERMToDeleted(b *testing.B) {
 	talkopsBin(b)
-	for _, provider := range append([]string{pLocal, pBwrap, pDocker}, cloudProviders...) {
+	for _, provider := range append([]string{pLocal, pBwrap, pDocker, pModal}, cloudProviders...) {
 		b.Run(provider, func(b *testing.B) {
 			var deleted, exited time.Duration
 			for range b.N {

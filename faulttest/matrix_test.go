@@ -154,6 +154,7 @@ func matrixRows() []row {
 	sig(pBwrap, sSetup, sCheck1, sCheck2)
 	sig(pDocker, sProvision, sSync, sSetup, sCheck1, sCheck2, sTeardown)
 	sig(pDaytona, sProvision, sSync, sSetup, sCheck1, sCheck2, sTeardown)
+	sig(pModal, sProvision, sSync, sSetup, sCheck1, sCheck2, sTeardown)
 	for _, p := range []string{pVercel, pRunloop, pLangSmith} {
 		sig(p, sProvision, sSync, sCheck2, sTeardown)
 	}
@@ -186,7 +187,7 @@ func matrixRows() []row {
 		rows = append(rows, row{provider: pFake, stage: sFirstUse, op: op, fault: fInjected, want: []int{3}})
 	}
 	// API faults on every operation of the cloud fakes and the Docker engine.
-	for _, p := range append([]string{pDocker}, cloudProviders...) {
+	for _, p := range append([]string{pDocker, pModal}, cloudProviders...) {
 		for _, op := range []string{opCreate, opUpload, opExec, opDelete} {
 			rows = append(rows,
 				row{provider: p, stage: sFirstUse, op: op, fault: f500, want: []int{3}},
@@ -203,9 +204,10 @@ func matrixRows() []row {
 		}
 		// README: a command is not re-sent after a 500, because it may have run; the
 		// check it belonged to could not be evaluated, so the verdict is error. Runloop
-		// is the exception: its command_id makes the retry safe.
+		// is the exception: its command_id makes the retry safe; so is Modal, whose client
+		// asks TaskExecPoll whether the exec exists before it sends it again.
 		want := 3
-		if p == pRunloop {
+		if p == pRunloop || p == pModal {
 			want = 0
 		}
 		rows = append(rows, row{provider: p, stage: sCheck1, op: opExec, fault: f500Once, want: []int{want}})
@@ -407,10 +409,14 @@ func runRow(t *testing.T, r row) *outcome {
 	}
 
 	// Faults installed before the start.
-	var held *rule
+	var held interface{ Arrived() <-chan struct{} }
 	switch {
 	case r.op == opModel || r.op == opJudge:
 		// The scripted model plays them.
+	case tg.grpc != nil:
+		if h := tg.grpc.install(r, marker); h != nil {
+			held = h
+		}
 	case r.fault == f500Once:
 		rt, ok := tg.routes[opCommand]
 		if !ok {
@@ -489,6 +495,9 @@ func runRow(t *testing.T, r row) *outcome {
 			if tg.proxy != nil {
 				tg.proxy.release()
 			}
+			if tg.grpc != nil {
+				tg.grpc.release()
+			}
 			if gh != nil {
 				gh.releaseHeld()
 			}
@@ -528,6 +537,9 @@ func runRow(t *testing.T, r row) *outcome {
 	// Clear every fault: gc must be able to reach the service.
 	if tg.proxy != nil {
 		tg.proxy.clear()
+	}
+	if tg.grpc != nil {
+		tg.grpc.clear()
 	}
 	if tg.cloud != nil {
 		for _, ep := range tg.cloud.endpoints {
@@ -593,7 +605,7 @@ func runGC(t *testing.T, provider, dir string, env map[string]string, args ...st
 func isSignal(f string) bool { return f == fSIGINT || f == fSIGTERM || f == fSIGKILL }
 
 // reach waits until the run is inside the row's stage.
-func reach(t *testing.T, r row, p *proc, held *rule, gh *githubFake, model *scriptedModel, reportDir, marker string) bool {
+func reach(t *testing.T, r row, p *proc, held interface{ Arrived() <-chan struct{} }, gh *githubFake, model *scriptedModel, reportDir, marker string) bool {
 	const within = 60 * time.Second
 	running := func() bool {
 		deadline := time.Now().Add(within)

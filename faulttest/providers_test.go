@@ -35,6 +35,7 @@ const (
 	pVercel    = "vercel"
 	pRunloop   = "runloop"
 	pLangSmith = "langsmith"
+	pModal     = "modal"
 )
 
 var cloudProviders = []string{pDaytona, pVercel, pRunloop, pLangSmith}
@@ -68,6 +69,8 @@ type target struct {
 	// daytona and langsmith are those fakes, for tests that set their state.
 	daytona   *daytonafake.Server
 	langsmith *langsmithfake.Server
+	// grpc is the fake of a gRPC provider (Modal), which takes its faults directly.
+	grpc *grpcFake
 	// alive lists the sandboxes created by the talkops process pid (run id runID) that
 	// still exist.
 	alive func(t testing.TB, runID string, pid int) []string
@@ -223,6 +226,8 @@ func newTarget(t testing.TB, name, root, fakeFaults string) *target {
 		tg.cloud = &cloudFake{faults: &s.Faults,
 			endpoints: map[string]string{opCreate: "create", opUpload: "upload", opExec: "execute", opDelete: "delete"},
 			ledger:    func() (int, []string) { l := s.Ledger(); return l.Created, l.Alive }}
+	case pModal:
+		newModalTarget(t, tg, root)
 	default:
 		t.Fatalf("unknown provider %q", name)
 	}

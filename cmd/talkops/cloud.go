@@ -8,6 +8,7 @@ import (
 	"github.com/talkops/talkops/providers/agentcore"
 	"github.com/talkops/talkops/providers/daytona"
 	"github.com/talkops/talkops/providers/langsmith"
+	"github.com/talkops/talkops/providers/modal"
 	"github.com/talkops/talkops/providers/runloop"
 	"github.com/talkops/talkops/providers/vercel"
 )
@@ -54,6 +55,14 @@ type langsmithTable struct {
 	CommandLimit time.Duration `toml:"command_limit"`
 	ReadyTimeout time.Duration `toml:"ready_timeout"`
 	BuildTimeout time.Duration `toml:"build_timeout"`
+}
+
+type modalTable struct {
+	ServerURL    string        `toml:"server_url"`
+	Environment  string        `toml:"environment"`
+	AppName      string        `toml:"app_name"`
+	Image        string        `toml:"image"`
+	ReadyTimeout time.Duration `toml:"ready_timeout"`
 }
 
 // cloudCaps: every cloud provider attaches by id and creates from a snapshot; only
@@ -126,4 +135,17 @@ func newAgentCore(cfg *config.Config, getenv func(string) string) (providers.Pro
 		return nil, capabilities{}, err
 	}
 	return p, capabilities{attach: true, ownFilesystem: true}, nil
+}
+
+func newModal(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error) {
+	var t modalTable
+	if err := decodeProviderTable(cfg, modal.Name, &t); err != nil {
+		return nil, capabilities{}, err
+	}
+	p, err := modal.New(modal.Options{ServerURL: t.ServerURL, Environment: t.Environment, AppName: t.AppName,
+		Image: t.Image, ReadyTimeout: t.ReadyTimeout, WorkingDir: workingDir(cfg, modal.Name)}, getenv)
+	if err != nil {
+		return nil, capabilities{}, err
+	}
+	return p, cloudCaps, nil
 }

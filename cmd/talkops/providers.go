@@ -17,6 +17,7 @@ import (
 	"github.com/talkops/talkops/providers/fake"
 	"github.com/talkops/talkops/providers/langsmith"
 	"github.com/talkops/talkops/providers/local"
+	"github.com/talkops/talkops/providers/modal"
 	"github.com/talkops/talkops/providers/plugin"
 	"github.com/talkops/talkops/providers/runloop"
 	"github.com/talkops/talkops/providers/state"
@@ -87,6 +88,7 @@ var providerMakers = map[string]providerMaker{
 	vercel.Name:    newVercel,
 	runloop.Name:   newRunloop,
 	langsmith.Name: newLangSmith,
+	modal.Name:     newModal,
 	bwrap.Name: func(cfg *config.Config, getenv func(string) string) (providers.Provider, capabilities, error) {
 		var opts bwrap.Options
 		if err := decodeProviderTable(cfg, bwrap.Name, &opts); err != nil {
