@@ -231,10 +231,12 @@ func newTarget(t testing.TB, name, root, fakeFaults string) *target {
 	default:
 		t.Fatalf("unknown provider %q", name)
 	}
-	if tg.cloud != nil {
+	if tg.cloud != nil || tg.grpc != nil {
 		// The fake's endpoint is in the project's config, where it is trusted-only: this
 		// harness's user vouches for the project.
 		tg.env["TALKOPS_TRUST_PROJECT_CONFIG"] = "true"
+	}
+	if tg.cloud != nil {
 		c := tg.cloud
 		tg.alive = func(testing.TB, string, int) []string { _, a := c.ledger(); return a }
 	}

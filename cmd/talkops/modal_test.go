@@ -27,7 +27,8 @@ func modalService(t *testing.T) (*modalfake.Server, map[string]string, string) {
 	if err := os.WriteFile(cert, srv.CertPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"MODAL_TOKEN_ID": "ak-cli", "MODAL_TOKEN_SECRET": "as-cli", "SSL_CERT_FILE": cert}
+	// The fake's address is in the project file, where endpoints are trusted-only.
+	env := map[string]string{"MODAL_TOKEN_ID": "ak-cli", "MODAL_TOKEN_SECRET": "as-cli", "SSL_CERT_FILE": cert, "TALKOPS_TRUST_PROJECT_CONFIG": "true"}
 	cfg := fmt.Sprintf("[sandboxes.providers.modal]\nserver_url = %q\nworking_dir = %q\nready_timeout = \"10s\"\n", srv.URL, t.TempDir())
 	return srv, env, cfg
 }
@@ -44,7 +45,7 @@ func TestModalThroughCLI(t *testing.T) {
 	dir := project(t, map[string]string{"r.toml": rubric, "README.md": "hi", ".env": "SECRET=1",
 		"setup.sh": "touch setup-done\n", ".talkops/config.toml": cfg})
 
-	got := runIn(t, dir, testEnv(t, nil), "--sandbox", "modal", "--rubric", "r.toml")
+	got := runIn(t, dir, testEnv(t, map[string]string{"TALKOPS_TRUST_PROJECT_CONFIG": "true"}), "--sandbox", "modal", "--rubric", "r.toml")
 	if got.code != 2 || !strings.Contains(got.stderr, "MODAL_TOKEN_ID") || !strings.Contains(got.stderr, "MODAL_TOKEN_SECRET") || !strings.Contains(got.stderr, ".modal.toml") {
 		t.Fatalf("without credentials: exit %d, want 2 naming MODAL_TOKEN_ID, MODAL_TOKEN_SECRET and ~/.modal.toml\n%s", got.code, got.stderr)
 	}
