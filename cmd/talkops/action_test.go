@@ -262,4 +262,3 @@ func TestActionInputsMatchFlags(t *testing.T) {
 		}
 	}
 }
-
