@@ -29,12 +29,31 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-// start runs a command with the given stdio and resolves to {code, signal} when it ends.
+// start runs a command and resolves to {code, signal} when it has exited. Its stdout and
+// stderr, when piped, are passed on; a process it leaves behind (a sandbox of a killed
+// talkops) may hold those pipes open, so after the exit their end is awaited for 2 s at
+// most, never for as long as the leftover lives: the runner's own pipe or terminal stays
+// with node, and the step ends when talkops does.
 function start(file, args, options) {
   return new Promise((resolve, reject) => {
     child = spawn(file, args, options);
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, pid: child.pid }));
+    const proc = child;
+    for (const [from, to] of [[proc.stdout, process.stdout], [proc.stderr, process.stderr]]) {
+      if (from && to) from.pipe(to, { end: false });
+    }
+    proc.on('error', reject);
+    proc.on('exit', (code, signal) => {
+      const done = () => resolve({ code, signal });
+      const timer = setTimeout(() => {
+        proc.stdout?.destroy();
+        proc.stderr?.destroy();
+        done();
+      }, 2000);
+      proc.on('close', () => {
+        clearTimeout(timer);
+        done();
+      });
+    });
   });
 }
 
@@ -53,7 +72,8 @@ async function install() {
   const env = { ...process.env, INPUT_VERSION: input('version') };
   delete env.GITHUB_OUTPUT; // install.sh then prints bin=PATH instead of writing an output
   let out = '';
-  const ran = start('bash', [path.join(__dirname, 'install.sh')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const ran = start('bash', [path.join(__dirname, 'install.sh')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.unpipe(process.stdout);
   child.stdout.on('data', (chunk) => { out += chunk; });
   const res = await ran;
   let bin = '';
@@ -123,7 +143,7 @@ async function main() {
   const argv = args(command);
   const bin = await install();
   if (command === 'run' && input('sandbox') === 'bwrap' && process.platform === 'linux') {
-    const res = await start('bash', [path.join(__dirname, 'bwrap.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const res = await start('bash', [path.join(__dirname, 'bwrap.sh')], { stdio: ['ignore', 'pipe', 'pipe'] });
     if (signalled || res.code !== 0) process.exit(exitCodeOf(res) || 1);
   }
   if (signalled) process.exit(128 + os.constants.signals[signalled]);
@@ -137,7 +157,7 @@ async function main() {
   }
   const cwd = path.resolve(process.env.GITHUB_WORKSPACE || process.cwd(), input('working-directory') || '.');
   // stdin is closed: the prompt comes from the inputs, and talkops must never wait on it.
-  const running = start(bin, argv, { cwd, env: environment(command), stdio: ['ignore', 'inherit', 'inherit'] });
+  const running = start(bin, argv, { cwd, env: environment(command), stdio: ['ignore', 'pipe', 'pipe'] });
   if (command === 'run') saveState('pid', String(child.pid));
   const res = await running;
   const code = exitCodeOf(res);

@@ -38,14 +38,23 @@ function sleep(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
+// signal sends sig to talkops; it may have exited in the meantime, which is fine.
+function signal(sig) {
+  try {
+    process.kill(pid, sig);
+  } catch (err) {
+    if (err.code !== 'ESRCH') throw err;
+  }
+}
+
 function stopTalkops() {
   if (!isOurTalkops()) return;
   console.log(`talkops (pid ${pid}) still runs after the main step ended; sending SIGTERM so it tears its sandbox down`);
-  process.kill(pid, 'SIGTERM');
+  signal('SIGTERM');
   for (let waited = 0; waited < 30000 && isOurTalkops(); waited += 200) sleep(200);
   if (isOurTalkops()) {
     warn(`talkops (pid ${pid}) did not stop within 30 s of SIGTERM; killing it`);
-    process.kill(pid, 'SIGKILL');
+    signal('SIGKILL');
     for (let waited = 0; waited < 5000 && isOurTalkops(); waited += 100) sleep(100);
   }
 }
@@ -55,7 +64,11 @@ function main() {
     console.log('talkops run did not start in this job; nothing to reap');
     return;
   }
-  stopTalkops();
+  try {
+    stopTalkops();
+  } catch (err) {
+    warn(`could not stop talkops (pid ${pid}): ${err.message}`);
+  }
   if (sandbox === 'local') {
     console.log('the local sandbox is the runner itself and creates nothing to delete');
     return;

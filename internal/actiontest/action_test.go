@@ -167,7 +167,9 @@ func TestActionPostReapsOnlyItsRun(t *testing.T) {
 	if err := syscall.Kill(mine.OwnerPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	killed := time.Now()
 	run := j.wait(t, cmd, log)
+	t.Logf("act finished %s after the SIGKILL", time.Since(killed).Round(time.Millisecond))
 
 	if run.record["OUTCOME"] != "failure" || run.record["EXIT_CODE"] != "137" {
 		t.Errorf("step outcome %q exit-code %q, want failure and 137 (SIGKILL)\n%s", run.record["OUTCOME"], run.record["EXIT_CODE"], run.log)
