@@ -144,10 +144,6 @@ func inputYAML(p plannedInput) string {
 		p.name, p.help, p.def, entry)
 }
 
-func envSuffix(flag string) string {
-	return strings.ReplaceAll(strings.ToUpper(strings.TrimPrefix(flag, "--")), "-", "_")
-}
-
 // TestActionInputsMatchFlags fails when an input of action.yml maps to a flag the real
 // kong grammar does not have, when a pending flag has landed (so its input can be
 // added), or when action.yml and plannedInputs disagree.

@@ -1,7 +1,6 @@
 package actiontest_test
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -59,7 +58,7 @@ func release(t *testing.T) (url, bin string) {
 		build := exec.Command("go", "build", "-o", releaseBin, "./cmd/talkops")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
-			releaseErr = fmt.Errorf("go build ./cmd/talkops: %v\n%s", err, out)
+			releaseErr = fmt.Errorf("go build ./cmd/talkops: %w\n%s", err, out)
 			return
 		}
 		exe, err := os.ReadFile(releaseBin)
@@ -192,10 +191,15 @@ func (j *actJob) wait(t *testing.T, cmd *exec.Cmd, log *bytes.Buffer) actRun {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		if err != nil {
+			t.Logf("act: %v", err) // a failed job; the record says how
+		}
 	case <-time.After(4 * time.Minute):
 		_ = cmd.Process.Kill()
-		<-done
+		if err := <-done; err != nil {
+			t.Logf("act: %v", err)
+		}
 		t.Fatalf("act did not finish within 4 minutes:\n%s", log)
 	}
 	run := actRun{record: map[string]string{}, log: actLog(log.String())}
@@ -327,18 +331,6 @@ func readJSON(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-}
-
-func lines(s, substr string) []string {
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(s))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), substr) {
-			out = append(out, sc.Text())
-		}
-	}
-	return out
 }
 
 // talkopsCmd is the released binary run in the job's project with the job's ledger.

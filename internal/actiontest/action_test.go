@@ -297,7 +297,8 @@ func TestPostStopsLeftoverTalkops(t *testing.T) {
 		}
 	}
 	select {
-	case <-exited:
+	case err := <-exited:
+		t.Logf("talkops: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("talkops still runs after post.js")
 	}
