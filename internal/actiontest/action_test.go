@@ -193,45 +193,55 @@ func TestActionPostReapsOnlyItsRun(t *testing.T) {
 	}
 }
 
-// TestActionForwardsSIGTERM sends SIGTERM to the action's node process, as the runner
-// does when a job is cancelled: talkops gets it at once, tears its sandbox down and exits
-// 143, and the step's exit code is 143.
-func TestActionForwardsSIGTERM(t *testing.T) {
+// TestActionForwardsSignals sends SIGTERM (and SIGINT) to the action's node process, as
+// the runner does when a job is cancelled: talkops gets it at once, tears its sandbox
+// down and exits 143 (130), and the step's exit code is talkops's.
+func TestActionForwardsSignals(t *testing.T) {
 	t.Parallel()
 	needBwrap(t)
-	j := newActJob(t, map[string]string{"README.md": "a project\n", "rubric.toml": slowRubric},
-		map[string]string{"rubric": "rubric.toml", "sandbox": "bwrap", "report-dir": "out"})
-	cmd, log := j.start(t)
-	mine := j.waitSandbox(t, "gh-")
-	node := ppid(strconv.Itoa(mine.OwnerPID))
-	if !strings.Contains(cmdline(node), ".github/action/main.js") {
-		t.Fatalf("talkops's parent %s is %q, not the action's main.js", node, cmdline(node))
-	}
-	pid, _ := strconv.Atoi(node)
-	sent := time.Now()
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	run := j.wait(t, cmd, log)
-	t.Logf("act finished %s after the SIGTERM", time.Since(sent).Round(time.Millisecond))
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		name string
+		code int
+	}{{syscall.SIGTERM, "SIGTERM", 143}, {syscall.SIGINT, "SIGINT", 130}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			j := newActJob(t, map[string]string{"README.md": "a project\n", "rubric.toml": slowRubric},
+				map[string]string{"rubric": "rubric.toml", "sandbox": "bwrap", "report-dir": "out"})
+			cmd, log := j.start(t)
+			mine := j.waitSandbox(t, "gh-")
+			node := ppid(strconv.Itoa(mine.OwnerPID))
+			if !strings.Contains(cmdline(node), ".github/action/main.js") {
+				t.Fatalf("talkops's parent %s is %q, not the action's main.js", node, cmdline(node))
+			}
+			pid, _ := strconv.Atoi(node)
+			sent := time.Now()
+			if err := syscall.Kill(pid, tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			run := j.wait(t, cmd, log)
+			t.Logf("act finished %s after the %s", time.Since(sent).Round(time.Millisecond), tc.name)
 
-	if run.record["OUTCOME"] != "failure" || run.record["EXIT_CODE"] != "143" {
-		t.Errorf("step outcome %q exit-code %q, want failure and 143\n%s", run.record["OUTCOME"], run.record["EXIT_CODE"], run.log)
-	}
-	if !strings.Contains(run.log, "talkops exited with code 143 after SIGTERM") {
-		t.Errorf("main.js did not report talkops's exit after SIGTERM:\n%s", run.log)
-	}
-	var r resultFile
-	readJSON(t, filepath.Join(j.project(), "out", "result.json"), &r)
-	if r.Interrupted != "SIGTERM" || r.ExitCode != 143 {
-		t.Errorf("result.json interrupted %q exit %d, want SIGTERM 143", r.Interrupted, r.ExitCode)
-	}
-	// talkops's own teardown deleted the sandbox; the post step found nothing left.
-	if !strings.Contains(run.log, "0 deleted, 0 failed") {
-		t.Errorf("the post step should find nothing to delete after talkops's own teardown:\n%s", run.log)
-	}
-	if left := j.sandboxes(t, mine.RunID); len(left) != 0 {
-		t.Errorf("sandbox left after SIGTERM: %+v", left)
+			code := strconv.Itoa(tc.code)
+			if run.record["OUTCOME"] != "failure" || run.record["EXIT_CODE"] != code {
+				t.Errorf("step outcome %q exit-code %q, want failure and %s\n%s", run.record["OUTCOME"], run.record["EXIT_CODE"], code, run.log)
+			}
+			if want := "talkops exited with code " + code + " after " + tc.name; !strings.Contains(run.log, want) {
+				t.Errorf("act's log does not contain %q:\n%s", want, run.log)
+			}
+			var r resultFile
+			readJSON(t, filepath.Join(j.project(), "out", "result.json"), &r)
+			if r.Interrupted != tc.name || r.ExitCode != tc.code {
+				t.Errorf("result.json interrupted %q exit %d, want %s %d", r.Interrupted, r.ExitCode, tc.name, tc.code)
+			}
+			// talkops's own teardown deleted the sandbox; the post step found nothing left.
+			if !strings.Contains(run.log, "0 deleted, 0 failed") {
+				t.Errorf("the post step should find nothing to delete after talkops's own teardown:\n%s", run.log)
+			}
+			if left := j.sandboxes(t, mine.RunID); len(left) != 0 {
+				t.Errorf("sandbox left after %s: %+v", tc.name, left)
+			}
+		})
 	}
 }
 
