@@ -247,8 +247,8 @@ func TestActionForwardsSignals(t *testing.T) {
 
 // TestActionCancelUnderAct cancels the job the way act does it (SIGINT to act). act stops
 // the running step by killing the node process with SIGKILL (exec.CommandContext), so
-// main.js cannot forward anything; the hangup of the step's terminal then ends talkops
-// before its teardown. Whatever is left, the post step must leave no sandbox and no
+// main.js cannot forward anything; talkops, in the killed node's terminal session, ends
+// without its teardown. Whatever is left, the post step must leave no sandbox and no
 // talkops behind.
 func TestActionCancelUnderAct(t *testing.T) {
 	t.Parallel()
@@ -267,6 +267,11 @@ func TestActionCancelUnderAct(t *testing.T) {
 	if !strings.Contains(run.log, "talkops sandbox gc --run-id="+mine.RunID) {
 		t.Errorf("the post step did not run after the cancel:\n%s", run.log)
 	}
+	for _, line := range strings.Split(run.log, "\n") {
+		if strings.Contains(line, "still runs after") || strings.Contains(line, " deleted, ") {
+			t.Log(line) // which way the post step found things
+		}
+	}
 	if alive(mine.OwnerPID) {
 		t.Errorf("talkops (pid %d) still runs after the job\n%s", mine.OwnerPID, run.log)
 	}
@@ -277,8 +282,8 @@ func TestActionCancelUnderAct(t *testing.T) {
 
 // TestPostStopsLeftoverTalkops runs post.js on its own, with the state the main step
 // saves, while the talkops it names still runs: the situation of a main step killed
-// before it could forward a signal (act cannot produce it: there the terminal's hangup
-// ends talkops too). post.js must stop talkops with SIGTERM, let it tear down, and sweep.
+// before it could forward a signal (act cannot produce it: there talkops ends with the
+// killed node's terminal session). post.js must stop talkops with SIGTERM, let it tear down, and sweep.
 func TestPostStopsLeftoverTalkops(t *testing.T) {
 	t.Parallel()
 	needBwrap(t)
