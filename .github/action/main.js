@@ -164,7 +164,7 @@ async function main() {
   if (res.signal) {
     // talkops wrote no outputs; say what happened in the one it would have written.
     setOutput('exit-code', String(code));
-    console.log(`::error title=talkops::talkops was killed by ${res.signal}; the post step deletes the sandbox it left behind`);
+    console.log(`::error title=talkops::talkops was killed by ${res.signal}; the post step deletes what it left behind`);
   }
   console.log(`talkops exited with code ${code}${signalled ? ` after ${signalled}` : ''}`);
   process.exit(code);
