@@ -52,8 +52,9 @@ release-snapshot:
 	$(GO) run $(GORELEASER) release --snapshot --clean --skip=docker,publish
 
 actionlint:
-	$(GO) tool actionlint .github/workflows/*.yml examples/github/*.yml
+	$(GO) tool actionlint .github/workflows/*.yml examples/github/*.yml internal/actiontest/testdata/*.yml
 	shellcheck .ci/run .ci/*.sh .github/action/*.sh
+	for f in .github/action/*.js; do node --check "$$f" || exit 1; done
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem $(PKGS)

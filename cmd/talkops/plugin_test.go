@@ -352,3 +352,16 @@ func TestPluginSignals(t *testing.T) {
 		})
 	}
 }
+
+// waitFor polls cond until it holds, failing the test after limit.
+func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Errorf("condition not met within %s", limit)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

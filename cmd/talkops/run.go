@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,7 @@ type runCmd struct {
 	LogLevel            string   `name:"log-level" placeholder:"LEVEL" config:"run.log_level" help:"debug, info, warn or error. ${cfg_run_log_level}"`
 	TrustProjectConfig  bool     `name:"trust-project-config" config:"trust_project_config" help:"Let the project's .talkops/config.toml set trusted-only keys (base URLs, approval, binds, ...) and paths outside the project. Only for repositories whose every change you trust. ${cfg_trust_project_config}"`
 	Advisory            bool     `help:"Exit 0 instead of 3 (error) or 124 (budget): infrastructure trouble does not fail the job."`
+	RunID               string   `name:"run-id" placeholder:"ID" help:"Identify this run by ID (letters, digits, . _ -; up to 64) instead of a generated one, so a caller can reap exactly its sandboxes afterwards with sandbox gc --run-id."`
 
 	flagsSet map[string]*kong.Flag
 	report   report.Options // set by Run and plan
@@ -124,7 +126,10 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
-	runID := newRunID()
+	runID, err := c.runID()
+	if err != nil {
+		return err
+	}
 	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
 	secrets := report.SecretsFromEnv(a.getenv, cfg.Redact.Env...)
@@ -431,6 +436,21 @@ func withoutOutputLines(s events.Sink) events.Sink {
 			s.Emit(e)
 		}
 	})
+}
+
+// runIDPattern is what --run-id accepts: the ID names a report directory and labels the
+// sandbox at every provider, so it stays a plain path element and label value.
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// runID is --run-id when given, else a new one.
+func (c *runCmd) runID() (string, error) {
+	if c.RunID == "" {
+		return newRunID(), nil
+	}
+	if !runIDPattern.MatchString(c.RunID) {
+		return "", usagef("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.RunID)
+	}
+	return c.RunID, nil
 }
 
 func newRunID() string {

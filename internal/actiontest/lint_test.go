@@ -46,14 +46,14 @@ func TestActionlintWorkflows(t *testing.T) {
 	root := repoRoot(t)
 	l, p := linter(t, root)
 	var files []string
-	for _, pat := range []string{".github/workflows/*.yml", "examples/github/*.yml"} {
+	for _, pat := range []string{".github/workflows/*.yml", "examples/github/*.yml", "internal/actiontest/testdata/*.yml"} {
 		m, err := filepath.Glob(filepath.Join(root, pat))
 		if err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, m...)
 	}
-	if len(files) < 6 {
+	if len(files) < 7 {
 		t.Fatalf("found only %d workflows: %v", len(files), files)
 	}
 	errs, err := l.LintFiles(files, p)

@@ -19,17 +19,11 @@ import (
 	"github.com/talkops/talkops/internal/actiontest"
 )
 
-var (
-	inputRef  = regexp.MustCompile(`inputs\.([A-Za-z0-9_-]+)`)
-	stepRef   = regexp.MustCompile(`steps\.([A-Za-z0-9_-]+)\.`)
-	execShell = regexp.MustCompile(`^exec "\$GITHUB_ACTION_PATH/([^"]+)"$`)
-	oneInput  = regexp.MustCompile(`^\$\{\{ inputs\.([A-Za-z0-9_-]+) \}\}$`)
-	protocol  = regexp.MustCompile(`^TALKOPS_ACTION_(BIN|COMMAND|ARGS|SANDBOX|(FLAG|SWITCH|ENV)_[A-Z][A-Z0-9_]*)$`)
-)
+// jsInput finds the inputs main.js and post.js read by name: input('name').
+var jsInput = regexp.MustCompile(`\binput\('([A-Za-z0-9_-]+)'\)`)
 
 // TestActionMetadata checks what actionlint does not check in action.yml itself (it lints
-// workflows; a composite action's own file is not one), most of all that no input is
-// ever expanded inside a run: script.
+// workflows and the inputs they pass, not the action's own wiring).
 func TestActionMetadata(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
@@ -37,9 +31,23 @@ func TestActionMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Runs.Using != "composite" || len(a.Runs.Steps) == 0 {
-		t.Fatalf("runs.using = %q with %d steps, want a composite action", a.Runs.Using, len(a.Runs.Steps))
+	table, err := actiontest.LoadInputs(root)
+	if err != nil {
+		t.Fatal(err)
 	}
+
+	t.Run("a JavaScript action with a post step that always runs", func(t *testing.T) {
+		// node24 is the newest runtime GitHub documents for runs.using.
+		want := actiontest.Runs{Using: "node24", Main: ".github/action/main.js", Post: ".github/action/post.js", PostIf: "always()"}
+		if a.Runs != want {
+			t.Errorf("runs = %+v, want %+v", a.Runs, want)
+		}
+		for _, f := range []string{a.Runs.Main, a.Runs.Post} {
+			if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 
 	t.Run("branding", func(t *testing.T) {
 		if _, ok := actionlint.BrandingIcons[a.Branding.Icon]; !ok {
@@ -67,112 +75,65 @@ func TestActionMetadata(t *testing.T) {
 		}
 	})
 
-	t.Run("no expression in a run script", func(t *testing.T) {
-		for i, st := range a.Runs.Steps {
-			if strings.Contains(st.Run, "${{") {
-				t.Errorf("step %d (%s) expands an expression inside run: (script injection); pass it through env:", i, st.ID)
-			}
-		}
-	})
-
-	t.Run("steps exec a script of the action", func(t *testing.T) {
-		for _, st := range a.Runs.Steps {
-			if st.ID == "" {
-				t.Errorf("a step has no id (%q)", st.Name)
-			}
-			if st.Shell != "bash" {
-				t.Errorf("step %s: shell %q, want bash", st.ID, st.Shell)
-			}
-			// exec: the runner signals only the step's process, so talkops must become it.
-			m := execShell.FindStringSubmatch(strings.TrimSpace(st.Run))
-			if m == nil {
-				t.Errorf("step %s: run: %q, want exec \"$GITHUB_ACTION_PATH/<script>\"", st.ID, st.Run)
-				continue
-			}
-			fi, err := os.Stat(filepath.Join(root, m[1]))
-			if err != nil {
-				t.Errorf("step %s: %v", st.ID, err)
-			} else if fi.Mode()&0o111 == 0 {
-				t.Errorf("step %s: %s is not executable", st.ID, m[1])
-			}
-		}
-	})
-
 	t.Run("every input is declared and used", func(t *testing.T) {
-		used := map[string]bool{}
-		var texts []string
-		for _, st := range a.Runs.Steps {
-			texts = append(texts, st.If, st.WorkingDirectory)
-			texts = slices.AppendSeq(texts, maps.Values(st.Env))
-		}
-		for _, o := range a.Outputs {
-			texts = append(texts, o.Value)
-		}
-		for _, s := range texts {
-			for _, m := range inputRef.FindAllStringSubmatch(s, -1) {
-				used[m[1]] = true
-				if _, ok := a.Inputs[m[1]]; !ok {
-					t.Errorf("inputs.%s is used but not declared", m[1])
+		used := map[string]string{}
+		for command, c := range table.Commands() {
+			for _, m := range []map[string]string{c.Flags, c.Switches, c.Env, c.Pinned} {
+				for name := range m {
+					used[name] = "inputs.json (" + command + ")"
 				}
+			}
+			for name := range c.Pinned {
+				if _, ok := c.Flags[name]; !ok {
+					t.Errorf("inputs.json: %s pins %s, which is not one of its flags", command, name)
+				}
+			}
+		}
+		for _, f := range []string{"main.js", "post.js"} {
+			src, err := os.ReadFile(filepath.Join(root, ".github", "action", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range jsInput.FindAllStringSubmatch(string(src), -1) {
+				used[m[1]] = f
+			}
+		}
+		for name, where := range used {
+			if _, ok := a.Inputs[name]; !ok {
+				t.Errorf("%s uses input %s, which action.yml does not declare", where, name)
 			}
 		}
 		for name := range a.Inputs {
-			if !used[name] {
-				t.Errorf("input %s is declared but never used", name)
+			if _, ok := used[name]; !ok {
+				t.Errorf("input %s is declared but neither inputs.json nor main.js uses it", name)
 			}
 		}
 	})
 
-	t.Run("steps referenced exist", func(t *testing.T) {
-		seen := map[string]bool{}
-		for _, st := range a.Runs.Steps {
-			for _, s := range append(slices.Collect(maps.Values(st.Env)), st.If, st.WorkingDirectory) {
-				for _, m := range stepRef.FindAllStringSubmatch(s, -1) {
-					if !seen[m[1]] {
-						t.Errorf("step %s uses steps.%s, which is not an earlier step", st.ID, m[1])
-					}
-				}
+	t.Run("no shell between the inputs and talkops", func(t *testing.T) {
+		for _, f := range []string{"main.js", "post.js", "workflow.js"} {
+			src, err := os.ReadFile(filepath.Join(root, ".github", "action", f))
+			if err != nil {
+				t.Fatal(err)
 			}
-			seen[st.ID] = true
-		}
-		for name, o := range a.Outputs {
-			for _, m := range stepRef.FindAllStringSubmatch(o.Value, -1) {
-				if !seen[m[1]] {
-					t.Errorf("output %s uses steps.%s, which is not a step", name, m[1])
-				}
-			}
-		}
-	})
-
-	t.Run("env follows run.sh's protocol", func(t *testing.T) {
-		for _, st := range a.Runs.Steps {
-			for k, v := range st.Env {
-				if k == "INPUT_VERSION" && st.ID == "install" {
-					continue
-				}
-				if !protocol.MatchString(k) {
-					t.Errorf("step %s: env %s is not part of the TALKOPS_ACTION_* protocol of .github/action/run.sh", st.ID, k)
-				}
-				if strings.HasPrefix(k, "TALKOPS_ACTION_FLAG_") || strings.HasPrefix(k, "TALKOPS_ACTION_SWITCH_") || strings.HasPrefix(k, "TALKOPS_ACTION_ENV_") {
-					if !oneInput.MatchString(v) {
-						t.Errorf("step %s: env %s = %q, want exactly one ${{ inputs.NAME }}", st.ID, k, v)
-					}
+			for _, bad := range []string{"shell:", "exec(", "execSync(", "execFile("} {
+				if strings.Contains(string(src), bad) {
+					t.Errorf("%s uses %s: start processes with spawn and an argument list, never a shell", f, bad)
 				}
 			}
 		}
 	})
 
 	t.Run("outputs are the reporter's", func(t *testing.T) {
-		// report/github sets these step outputs; the action forwards them from whichever
-		// of the run and report steps ran.
+		// report/github writes these step outputs from talkops itself; a JavaScript
+		// action's outputs are whatever its process writes, so they carry no value:.
 		want := []string{"exit-code", "result-json", "score", "summary", "summary-path", "verdict"}
 		if diff := cmp.Diff(want, slices.Sorted(maps.Keys(a.Outputs))); diff != "" {
 			t.Errorf("outputs (-want +got):\n%s", diff)
 		}
 		for name, o := range a.Outputs {
-			wantValue := "${{ steps.run.outputs." + name + " || steps.report.outputs." + name + " }}"
-			if o.Value != wantValue {
-				t.Errorf("output %s value = %q, want %q", name, o.Value, wantValue)
+			if o.Value != "" {
+				t.Errorf("output %s has value: %q; a JavaScript action's outputs come from its process", name, o.Value)
 			}
 			if o.Description == "" {
 				t.Errorf("output %s has no description", name)
@@ -205,7 +166,7 @@ func TestShellcheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts = append(scripts, filepath.Join(root, ".ci", "image.sh"))
-	if len(scripts) < 5 {
+	if len(scripts) < 3 {
 		t.Fatalf("found only %v", scripts)
 	}
 	out, err := exec.CommandContext(t.Context(), sc, append([]string{"--severity=style"}, scripts...)...).CombinedOutput()
