@@ -132,6 +132,8 @@ type Rubric struct {
 	Model         string
 	MaxIterations int64
 	Votes         int64
+	// Verify is "clean" or "in-place".
+	Verify string
 }
 
 // layer orders where a value can come from; a higher layer wins.

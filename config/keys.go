@@ -298,6 +298,15 @@ var keys = []Key{
 		},
 		field: func(c *Config) any { return &c.Rubric.Votes },
 	},
+	{
+		Name:    "rubric.verify",
+		Type:    TypeEnum,
+		Env:     []string{"TALKOPS_RUBRIC_VERIFY"},
+		Default: "clean",
+		Choices: []string{"clean", "in-place"},
+		Help:    "where checks run after an agent: a fresh sandbox with its change set (clean) or its own sandbox (in-place)",
+		field:   func(c *Config) any { return &c.Rubric.Verify },
+	},
 }
 
 // HelpText is Help followed by the default, the choices, the environment variables and

@@ -231,8 +231,17 @@ type FileDiff struct {
 	Truncated bool
 	Binary    bool
 	Symlink   bool
-	// Unshown is set for files beyond MaxDiffFiles: listed, no text.
+	// Unshown is set for files listed without text: beyond MaxDiffFiles, or under a
+	// dependency or cache directory.
 	Unshown bool
+	// Detail, when set, describes the change on the summary line (sizes, hashes, modes).
+	Detail string
+}
+
+// Differ computes the workspace diff the judge is shown. *Baseline is one (the copy in
+// the sandbox); the runner's host-side change set is the other.
+type Differ interface {
+	Diff(ctx context.Context, sb providers.Sandbox) (*Diff, error)
 }
 
 // Diff is the workspace compared with its baseline.
@@ -264,6 +273,10 @@ func (d *Diff) Summary() string {
 	fmt.Fprintf(&b, "%d %s changed: %d added, %d modified, %d removed\n", len(d.Files), files, n[0], n[1], n[2])
 	for _, f := range d.Files {
 		mark := map[string]string{Added: "A", Modified: "M", Removed: "D"}[f.Change]
+		if f.Detail != "" {
+			fmt.Fprintf(&b, "%s %s\n", mark, f.Detail)
+			continue
+		}
 		fmt.Fprintf(&b, "%s %s", mark, f.Path)
 		switch {
 		case f.Symlink:
