@@ -78,10 +78,26 @@ func (s *Set) Counts() map[string]int {
 	return out
 }
 
-// Describe is one line for the change: "modified src/a.go: 120 → 134 bytes, sha256 1a2b… → 3c4d…".
+// Describe is one line for the change: "modified a.go: file 120 bytes sha256 1a2b… mode
+// 0644 → file 134 bytes sha256 3c4d… mode 0644".
 func (c Change) Describe() string {
+	return c.Kind + " " + c.sides()
+}
+
+// summaryLine is the change on the judge's summary, after its A/M/D mark.
+func (c Change) summaryLine() string {
+	switch c.Kind {
+	case ModeChanged:
+		return "(mode changed) " + c.sides()
+	case TypeChanged:
+		return "(type changed) " + c.sides()
+	}
+	return c.sides()
+}
+
+func (c Change) sides() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", c.Kind, c.Path)
+	b.WriteString(c.Path)
 	side := func(e Entry) string {
 		switch e.Type {
 		case TypeFile:

@@ -44,7 +44,7 @@ func (s *Set) Evidence(store Contents) *evidence.Diff {
 		if c.Kind == Added && c.After.Type == TypeDir || c.Kind == Removed && c.Before.Type == TypeDir {
 			continue // the files below are listed themselves
 		}
-		f := evidence.FileDiff{Path: c.Path, Change: evidenceChange(c.Kind), Detail: c.Describe()}
+		f := evidence.FileDiff{Path: c.Path, Change: evidenceChange(c.Kind), Detail: c.summaryLine()}
 		switch {
 		case c.Before.Type == TypeSymlink || c.After.Type == TypeSymlink:
 			f.Symlink = true
