@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/bwrap"
 	"github.com/talkops/talkops/providers/local"
 )
 
@@ -380,5 +382,43 @@ func BenchmarkRecord(b *testing.B) {
 				store.Close()
 			}
 		})
+	}
+}
+
+// TestCaptureViaFile records the same workspace through stdout and through a file and
+// Download (the cloud providers' way) in a bwrap sandbox: both trees are the same.
+func TestCaptureViaFile(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but bwrap is not installed: %v", err)
+		}
+		t.Skip("bwrap is not installed")
+	}
+	p := bwrap.New(bwrap.Options{StateDir: t.TempDir()})
+	sb, err := p.Create(t.Context(), providers.Spec{RunID: "changeset-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	res, err := sb.Exec(t.Context(), providers.Shell(`mkdir -p a/b .hidden && printf 'x\n' > a/b/c.txt && printf 'y' > .hidden/f && ln -s a/b/c.txt link && mkdir .git && echo k > .git/HEAD`))
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("populate: %v %s", err, res.Stderr)
+	}
+	viaStdout, err := Capture(t.Context(), sb, CaptureOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaFile, err := Capture(t.Context(), sb, CaptureOptions{ViaFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if viaStdout.Len() != 6 || len(Compare(viaStdout, viaFile).Changes) != 0 {
+		t.Fatalf("stdout tree (%d entries) and file tree (%d entries) differ: %+v",
+			viaStdout.Len(), viaFile.Len(), Compare(viaStdout, viaFile).Changes)
+	}
+	res, _ = sb.Exec(t.Context(), providers.Shell(`ls /tmp | grep -c talkops-capture || true`))
+	if strings.TrimSpace(string(res.Stdout)) != "0" {
+		t.Errorf("the archive file was left in the sandbox's /tmp")
 	}
 }

@@ -26,6 +26,9 @@ type Recorder struct {
 	Protected func(p string) bool
 	// Timeout bounds one capture (0: DefaultTimeout).
 	Timeout time.Duration
+	// ViaFile reads the archive through a file in the sandbox and Download (see
+	// CaptureOptions.ViaFile).
+	ViaFile bool
 	// Dir is where the stores are created ("": the system temp dir); MaxBytes caps each
 	// (0: DefaultStoreMaxBytes). The stores are created by Baseline.
 	Dir      string
@@ -44,7 +47,7 @@ func (r *Recorder) Baseline(ctx context.Context, sb providers.Sandbox) (*result.
 	if err := r.open(); err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
-	t, err := Capture(ctx, sb, CaptureOptions{Store: r.base, Skip: r.Skip, Timeout: r.Timeout})
+	t, err := Capture(ctx, sb, CaptureOptions{Store: r.base, Skip: r.Skip, Timeout: r.Timeout, ViaFile: r.ViaFile})
 	if err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
@@ -69,8 +72,12 @@ func (r *Recorder) Changes(ctx context.Context, sb providers.Sandbox, n int) (*r
 	if bt == nil {
 		return nil, errors.New("changes: no baseline was recorded")
 	}
-	keep := func(e Entry) bool { return !r.base.Has(e.SHA256) }
-	t, err := Capture(ctx, sb, CaptureOptions{Store: r.pass, Keep: keep, Skip: r.Skip, Timeout: r.Timeout})
+	// Keep what the agent changed; the baseline's store already holds the rest.
+	keep := func(e Entry) bool {
+		was, ok := bt.Get(e.Path)
+		return (!ok || was.SHA256 != e.SHA256) && !r.base.Has(e.SHA256)
+	}
+	t, err := Capture(ctx, sb, CaptureOptions{Store: r.pass, Keep: keep, Skip: r.Skip, Timeout: r.Timeout, ViaFile: r.ViaFile})
 	if err != nil {
 		return nil, fmt.Errorf("changes after agent pass %d: %w", n, err)
 	}

@@ -103,9 +103,21 @@ func (t *Tree) Digests() map[string]string {
 const DefaultTimeout = 10 * time.Minute
 
 // captureScript archives the working directory without its top-level .git (repository
-// data is not part of the change set). One find -exec {} + call holds the few top-level
-// names; an empty workspace prints nothing.
-const captureScript = `find . -mindepth 1 -maxdepth 1 ! -name .git -exec tar -cf - {} +`
+// data is not part of the change set) to $1 ("-": stdout). The top-level names are
+// collected by the shell, so no name is ever parsed and one tar call archives them all;
+// an empty workspace writes nothing. With a file, its path is printed.
+const captureScript = `out=$1; set --
+for n in .[!.]* ..?* *; do
+  { [ -e "$n" ] || [ -L "$n" ]; } || continue
+  [ "$n" = .git ] && continue
+  set -- "$@" "./$n"
+done
+if [ "$out" != - ]; then
+  out=$(mktemp "${TMPDIR:-/tmp}/talkops-capture.XXXXXX") || exit 4
+  echo "$out"
+fi
+[ $# -eq 0 ] && exit 0
+exec tar -cf "$out" "$@"`
 
 // CaptureOptions configure Capture.
 type CaptureOptions struct {
@@ -118,16 +130,36 @@ type CaptureOptions struct {
 	Skip func(p string) bool
 	// Timeout bounds the archive command (0: DefaultTimeout).
 	Timeout time.Duration
+	// ViaFile writes the archive to a temporary file in the sandbox and reads it with
+	// Download, for providers whose Exec output is text (JSON strings), not bytes.
+	ViaFile bool
 }
 
 // Capture streams the sandbox workspace out as a tar archive and builds its Tree on the
 // host. Memory use is the manifest plus one small-file buffer, whatever the workspace size.
 func Capture(ctx context.Context, sb providers.Sandbox, opts CaptureOptions) (*Tree, error) {
 	start := time.Now()
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
 	}
+	var t *Tree
+	var streamed int64
+	var err error
+	if opts.ViaFile {
+		t, streamed, err = captureFile(ctx, sb, opts)
+	} else {
+		t, streamed, err = captureStdout(ctx, sb, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record the workspace: %w", err)
+	}
+	t.Streamed = streamed
+	t.Duration = time.Since(start)
+	return t, nil
+}
+
+// captureStdout reads the archive from the command's stdout as it is produced.
+func captureStdout(ctx context.Context, sb providers.Sandbox, opts CaptureOptions) (*Tree, int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -138,7 +170,8 @@ func Capture(ctx context.Context, sb providers.Sandbox, opts CaptureOptions) (*T
 	exited := make(chan done, 1)
 	go func() {
 		res, err := sb.Exec(ctx, providers.Cmd{
-			Argv: []string{"/bin/sh", "-c", captureScript}, Stdout: pw, Timeout: timeout, OutputLimit: 64 << 10,
+			Argv: []string{"/bin/sh", "-c", captureScript, "talkops-capture", "-"}, Stdout: pw,
+			Timeout: opts.Timeout, OutputLimit: 64 << 10,
 		})
 		pw.Close()
 		exited <- done{res, err}
@@ -151,25 +184,69 @@ func Capture(ctx context.Context, sb providers.Sandbox, opts CaptureOptions) (*T
 	_, _ = io.Copy(io.Discard, pr) // let the command finish writing
 	pr.Close()
 	d := <-exited
-	switch {
-	case readErr != nil:
+	if readErr != nil {
 		if d.err == nil && d.res.ExitCode != 0 && len(d.res.Stderr) > 0 {
-			return nil, fmt.Errorf("record the workspace: %w (archiver: %s)", readErr, firstLine(d.res.Stderr))
+			return nil, 0, fmt.Errorf("%w (archiver: %s)", readErr, firstLine(d.res.Stderr))
 		}
-		return nil, fmt.Errorf("record the workspace: %w", readErr)
-	case d.err != nil:
-		return nil, fmt.Errorf("record the workspace: %w", d.err)
-	case d.res.TimedOut:
-		return nil, fmt.Errorf("record the workspace: archiving timed out after %s", timeout)
-	case d.res.ExitCode == 1:
-		// GNU tar: some file changed while it was read; the archive is complete.
-		t.Warning = "the archiver said: " + firstLine(d.res.Stderr)
-	case d.res.ExitCode != 0:
-		return nil, fmt.Errorf("record the workspace: tar exited with code %d: %s", d.res.ExitCode, firstLine(d.res.Stderr))
+		return nil, 0, readErr
 	}
-	t.Streamed = counted.n
-	t.Duration = time.Since(start)
-	return t, nil
+	warning, err := archiverOutcome(d.res, d.err, opts.Timeout)
+	if err != nil {
+		return nil, 0, err
+	}
+	t.Warning = warning
+	return t, counted.n, nil
+}
+
+// captureFile archives to a temporary file in the sandbox, downloads it and removes it.
+func captureFile(ctx context.Context, sb providers.Sandbox, opts CaptureOptions) (*Tree, int64, error) {
+	res, err := sb.Exec(ctx, providers.Cmd{
+		Argv:    []string{"/bin/sh", "-c", captureScript, "talkops-capture", "file"},
+		Timeout: opts.Timeout,
+	})
+	path, _, _ := strings.Cut(string(res.Stdout), "\n")
+	if err == nil && strings.HasPrefix(path, "/") && strings.Contains(path, "/talkops-capture.") {
+		defer func() {
+			rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_, _ = sb.Exec(rmCtx, providers.Cmd{Argv: []string{"rm", "-f", path}})
+		}()
+	}
+	warning, err := archiverOutcome(res, err, opts.Timeout)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !strings.HasPrefix(path, "/") {
+		return nil, 0, fmt.Errorf("unexpected archiver output %q", firstLine(res.Stdout))
+	}
+	rc, err := sb.Download(ctx, path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("download the archive: %w", err)
+	}
+	defer rc.Close()
+	counted := &countingReader{r: rc}
+	t, err := Read(counted, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	t.Warning = warning
+	return t, counted.n, nil
+}
+
+// archiverOutcome turns the archive command's result into an error, or a warning when
+// GNU tar said a file changed while it was read (exit 1: the archive is complete).
+func archiverOutcome(res providers.ExecResult, err error, timeout time.Duration) (string, error) {
+	switch {
+	case err != nil:
+		return "", err
+	case res.TimedOut:
+		return "", fmt.Errorf("archiving timed out after %s", timeout)
+	case res.ExitCode == 1:
+		return "the archiver said: " + firstLine(res.Stderr), nil
+	case res.ExitCode != 0:
+		return "", fmt.Errorf("tar exited with code %d: %s", res.ExitCode, firstLine(res.Stderr))
+	}
+	return "", nil
 }
 
 type countingReader struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
-		"github.com/talkops/talkops/runner"
+	"github.com/talkops/talkops/runner"
 )
 
 // rubricRunner adapts a parsed rubric to the runner: each iteration runs the rubric's

@@ -2,11 +2,14 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/talkops/talkops/changeset"
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/providers/bwrap"
+	"github.com/talkops/talkops/providers/docker"
 	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/runner"
 )
@@ -36,6 +39,9 @@ func (c *runCmd) planVerification(_ *app, cfg *config.Config, opts *runner.Optio
 		rec.Protected = rr.r.IsProtected
 		rr.host = rec
 	}
+	// Exec output of the cloud providers arrives as JSON text, not bytes: their archive
+	// goes through a file and Download.
+	rec.ViaFile = !slices.Contains([]string{local.Name, bwrap.Name, docker.Name, fakeProviderName}, cfg.Sandbox.Provider)
 	opts.Workspace = rec
 	switch {
 	case opts.AttachID != "":
