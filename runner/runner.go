@@ -227,7 +227,7 @@ func (r *run) execute(parent context.Context) {
 	r.emit(events.Event{Type: events.RunStarted, Message: r.opts.RunID, Data: map[string]string{
 		"run_id": r.opts.RunID, "provider": r.opts.ProviderName, "report_dir": r.opts.ReportDir,
 	}})
-	r.writeResult()
+	_ = r.writeResult() // a failure is logged; the final write decides
 	r.begin(parent)
 
 	ctx := parent
@@ -250,7 +250,7 @@ func (r *run) execute(parent context.Context) {
 	}()
 
 	r.finish(parent)
-	r.writeResult()
+	_ = r.writeResult() // a failure is logged; the final write decides
 	r.publish(parent)
 	r.noteLateInterrupt(parent)
 	if err := r.writeResult(); err != nil {
@@ -369,7 +369,7 @@ func (r *run) stage(ctx context.Context, name string, fn func(context.Context) e
 	start := time.Now()
 	idx := r.record(name, start, "running")
 	r.emit(events.Event{Type: events.StageStarted, Stage: name})
-	r.writeResult()
+	_ = r.writeResult() // a failure is logged; the final write decides
 	err := fn(ctx)
 	status := result.StatusOK
 	// A stage may swallow a cancellation (checks record it per item), so the context
@@ -469,7 +469,7 @@ func (r *run) provision(ctx context.Context) error {
 			return fmt.Errorf("record sandbox %s in the state file: %w", sb.ID(), err)
 		}
 	}
-	r.writeResult()
+	_ = r.writeResult() // a failure is logged; the final write decides
 	return nil
 }
 

@@ -171,7 +171,7 @@ func (r *run) openCleanRoom(ctx context.Context) error {
 			return fail(fmt.Errorf("clean room: record sandbox %s in the state file: %w", sb.ID(), err))
 		}
 	}
-	r.writeResult()
+	_ = r.writeResult() // a failure is logged; the final write decides
 	if r.opts.CleanRoom == CleanRoomProvisioned {
 		if r.opts.Sync != nil {
 			if _, err := r.opts.Sync(ctx, sb, events.Discard); err != nil {
