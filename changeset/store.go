@@ -98,22 +98,30 @@ func (s *Store) Close() error {
 // pending is one file's content read from the archive before its hash is known: in memory
 // when small, else in a temporary file of the store.
 type pending struct {
-	s    *Store
-	size int64
-	buf  []byte
-	tmp  string
+	s       *Store
+	size    int64
+	buf     []byte
+	scratch *bytes.Buffer // returned to the pool by finish
+	tmp     string
 }
+
+// scratch holds small files between reading and storing, reused across files.
+var scratch = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (s *Store) begin(r io.Reader, small int) (*pending, error) {
 	p := &pending{s: s}
-	buf, err := io.ReadAll(io.LimitReader(r, int64(small)+1))
-	if err != nil {
+	b := scratch.Get().(*bytes.Buffer)
+	b.Reset()
+	if _, err := b.ReadFrom(io.LimitReader(r, int64(small)+1)); err != nil {
+		scratch.Put(b)
 		return nil, err
 	}
-	if len(buf) <= small {
-		p.buf, p.size = buf, int64(len(buf))
+	if b.Len() <= small {
+		p.scratch, p.buf, p.size = b, b.Bytes(), int64(b.Len())
 		return p, nil
 	}
+	buf := bytes.Clone(b.Bytes())
+	scratch.Put(b)
 	f, err := os.CreateTemp(s.dir, "incoming-")
 	if err != nil {
 		return nil, err
@@ -134,6 +142,9 @@ func (s *Store) begin(r io.Reader, small int) (*pending, error) {
 // finish keeps the content under its sha256 when keep is set, it is not kept yet and
 // the cap allows; otherwise it is dropped.
 func (p *pending) finish(sum string, keep bool) error {
+	if p.scratch != nil {
+		defer scratch.Put(p.scratch)
+	}
 	s := p.s
 	s.mu.Lock()
 	store := keep && !s.have[sum]
