@@ -152,6 +152,8 @@ type Rubric struct {
 	Model         string
 	MaxIterations int64
 	Votes         int64
+	// Verify is "clean" or "in-place".
+	Verify string
 }
 
 // Redact holds the [redact] settings.

@@ -356,6 +356,17 @@ var keys = []Key{
 		field: func(c *Config) any { return &c.Rubric.Votes },
 	},
 	{
+		Name:    "rubric.verify",
+		Type:    TypeEnum,
+		Env:     []string{"TALKOPS_RUBRIC_VERIFY"},
+		Default: "clean",
+		Choices: []string{"clean", "in-place"},
+		// in-place makes the verdict trust the agent's own sandbox: a weaker gate.
+		Trust: TrustedOnly,
+		Help:  "where checks run after an agent: a fresh sandbox with its change set (clean) or its own sandbox (in-place)",
+		field: func(c *Config) any { return &c.Rubric.Verify },
+	},
+	{
 		Name:       "redact.env",
 		Type:       TypeList,
 		Env:        []string{"TALKOPS_REDACT"},

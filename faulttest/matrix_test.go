@@ -33,6 +33,8 @@ const (
 	sAgentTurn = "agent turn"
 	sAgentTool = "agent tool call"
 	sJudge     = "judge"
+	// sCleanCheck is a check running in the clean room, after an agent pass.
+	sCleanCheck = "check in clean room"
 )
 
 // Faults.
@@ -168,6 +170,10 @@ func matrixRows() []row {
 	sig(pLocal, sAgentTool)
 	sig(pBwrap, sAgentTool)
 	sig(pDocker, sAgentTurn, sAgentTool)
+	// Clean-room verification: the check holds in the second sandbox; both go.
+	for _, p := range []string{pFake, pLocal, pBwrap, pDocker} {
+		sig(p, sCleanCheck)
+	}
 	for _, f := range []struct {
 		fault string
 		want  int
@@ -304,7 +310,7 @@ func rubricFor(r row, marker string) string {
 	switch {
 	case r.fault == f500Once:
 		c1 = "echo " + marker + "-c1"
-	case r.stage == sCheck1:
+	case r.stage == sCheck1 || r.stage == sCleanCheck:
 		c1 = loopCmd(marker)
 	case r.stage == sCheck2:
 		c2 = loopCmd(marker)
@@ -318,7 +324,8 @@ func rubricFor(r row, marker string) string {
 
 // agentic reports whether the row runs the agent (and so a model).
 func (r row) agentic() bool {
-	return r.op == opModel || r.op == opJudge || r.stage == sAgentTurn || r.stage == sAgentTool || r.stage == sJudge
+	return r.op == opModel || r.op == opJudge || r.stage == sAgentTurn || r.stage == sAgentTool || r.stage == sJudge ||
+		r.stage == sCleanCheck
 }
 
 // runRow runs one row and reports what it observed.
@@ -642,7 +649,7 @@ func reach(t *testing.T, r row, p *proc, held interface{ Arrived() <-chan struct
 		return waitStage(p, filepath.Join(reportDir, "result.json"), r.stage, within)
 	case r.stage == sSetup:
 		return waitStage(p, filepath.Join(reportDir, "result.json"), sSetup, within) && running()
-	case r.stage == sCheck1:
+	case r.stage == sCheck1 || r.stage == sCleanCheck:
 		return event("check.started", "c1") && running()
 	case r.stage == sCheck2:
 		return event("check.started", "c2") && running()
@@ -732,6 +739,11 @@ func checkResult(o *outcome, p *proc, reportDir string, killed bool) {
 	}
 	if want := map[string]string{fSIGINT: "SIGINT", fSIGTERM: "SIGTERM"}[o.fault]; want != "" && res.Interrupted != want {
 		o.problem("result.json interrupted = %q, want %q", res.Interrupted, want)
+	}
+	if o.stage == sCleanCheck {
+		if v := res.Verification; v == nil || v.Mode != result.VerifyClean || len(v.CleanRooms) != 1 || v.CleanRooms[0].Teardown != "deleted" {
+			o.problem("result.json verification = %+v, want one clean room, deleted", v)
+		}
 	}
 	switch {
 	case res.Teardown == nil:

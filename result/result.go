@@ -78,6 +78,9 @@ type Result struct {
 	Findings []Finding     `json:"findings,omitempty"`
 	Errors   []Error       `json:"errors,omitempty"`
 	Teardown *Teardown     `json:"teardown,omitempty"`
+	// Verification says where the verdict's checks ran and what the agent changed, as
+	// recorded on the host.
+	Verification *Verification `json:"verification,omitempty"`
 }
 
 // Run identifies the run.
@@ -313,6 +316,87 @@ const (
 type Error struct {
 	Stage   string `json:"stage"`
 	Message string `json:"message"`
+}
+
+// Verification modes.
+const (
+	// VerifyClean runs checks and reads file evidence in a fresh sandbox holding the
+	// baseline plus the agent's change set (protected paths at their baseline content).
+	VerifyClean = "clean"
+	// VerifyInPlace runs them in the agent's own sandbox.
+	VerifyInPlace = "in-place"
+)
+
+// Verification records how the verdict was reached.
+type Verification struct {
+	// Mode is the mode that ran: clean or in-place.
+	Mode string `json:"mode"`
+	// Requested is the configured mode when another one ran (a provider that cannot make
+	// a second sandbox falls back to in-place).
+	Requested string `json:"requested,omitempty"`
+	// Warning is set for in-place verification of an agent's work: the verdict trusts the
+	// agent's sandbox.
+	Warning string `json:"warning,omitempty"`
+	// Baseline describes the host-side record of the workspace after the setup script.
+	Baseline *WorkspaceRecord `json:"baseline,omitempty"`
+	// Changes is the latest agent pass's change set against the baseline.
+	Changes *ChangeSet `json:"changes,omitempty"`
+	// CleanRooms are the sandboxes the checks ran in, one per evaluation.
+	CleanRooms []CleanRoom `json:"clean_rooms,omitempty"`
+}
+
+// WorkspaceRecord is one host-side record of the workspace.
+type WorkspaceRecord struct {
+	Entries    int   `json:"entries"`
+	Bytes      int64 `json:"bytes"`
+	DurationMS int64 `json:"duration_ms"`
+	// StoreRefusedBytes is content not kept on the host because of the store's cap.
+	StoreRefusedBytes int64  `json:"store_refused_bytes,omitempty"`
+	Warning           string `json:"warning,omitempty"`
+}
+
+// ChangeSet is every path the agent changed, computed on the host.
+type ChangeSet struct {
+	Pass    int          `json:"pass"`
+	Added   int          `json:"added"`
+	Changed int          `json:"modified"`
+	Removed int          `json:"removed"`
+	Other   int          `json:"mode_or_type"`
+	Paths   []PathChange `json:"paths"`
+	// Omitted counts paths beyond the listing cap (the counts above include them).
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// PathChange is one changed path with both sides.
+type PathChange struct {
+	Path   string `json:"path"`
+	Change string `json:"change"` // added, modified, removed, mode, type
+	Type   string `json:"type,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	Target string `json:"target,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+	// BeforeSHA256 is the baseline's hash of a modified file.
+	BeforeSHA256 string `json:"before_sha256,omitempty"`
+	BeforeType   string `json:"before_type,omitempty"`
+}
+
+// CleanRoom is one fresh sandbox the checks ran in.
+type CleanRoom struct {
+	Iteration int    `json:"iteration"`
+	SandboxID string `json:"sandbox_id,omitempty"`
+	// Source is how it was filled: "provisioned" (sync and setup in a new sandbox) or
+	// "materialized" (the host baseline written to a new directory).
+	Source  string `json:"source"`
+	Written int    `json:"written"`
+	Removed int    `json:"removed"`
+	// Kept are changed protected paths left at their baseline content.
+	Kept       []string `json:"kept,omitempty"`
+	NotApplied []string `json:"not_applied,omitempty"`
+	DurationMS int64    `json:"duration_ms"`
+	// Teardown is deleted or failed.
+	Teardown string `json:"teardown"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Teardown records how the sandbox was released.

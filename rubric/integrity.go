@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -163,7 +164,8 @@ func Integrity(before, after map[string]string, r *Rubric) []result.Item {
 		default:
 			continue
 		}
-		msg := fmt.Sprintf("the agent %s %s, which the rubric protects (%s)", change, p, glob)
+		msg := fmt.Sprintf("the agent %s %s, which the rubric protects (%s); before: %s, after: %s",
+			change, p, glob, digestText(b, inBefore), digestText(a, inAfter))
 		items = append(items, result.Item{
 			ID: KindIntegrity + ":" + p, Kind: KindIntegrity, Title: "Protected path " + change + ": " + p,
 			Required: true, Weight: 0, Status: result.StatusFail, Score: ptr(0.0), Reason: msg,
@@ -182,6 +184,25 @@ func Integrity(before, after map[string]string, r *Rubric) []result.Item {
 		})
 	}
 	return items
+}
+
+// digestText shows one side of a protected path's change.
+func digestText(d string, ok bool) string {
+	switch {
+	case !ok:
+		return "absent"
+	case strings.HasPrefix(d, "symlink:"):
+		return "symlink to " + strconv.Quote(strings.TrimPrefix(d, "symlink:"))
+	case len(d) == 64:
+		return "sha256 " + d
+	default:
+		return d
+	}
+}
+
+// IsProtected reports whether a workspace path (slash-separated, relative) is protected.
+func (r *Rubric) IsProtected(p string) bool {
+	return protectedBy(r.ProtectedGlobs(), p) != ""
 }
 
 func protectedBy(globs []string, p string) string {

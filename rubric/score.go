@@ -186,8 +186,8 @@ type JudgeRequest struct {
 	// Sandbox is where file:<glob> evidence is read and the workspace diff is taken; nil
 	// leaves both out (the judge says so in the evidence).
 	Sandbox providers.Sandbox
-	// Workspace is the baseline taken after setup, for diff evidence; nil means no diff.
-	Workspace *evidence.Baseline
+	// Workspace computes the diff since setup, for diff evidence; nil means no diff.
+	Workspace evidence.Differ
 }
 
 // Evaluator scores one agent pass after another for the revision loop: run the checks,
@@ -218,9 +218,13 @@ type Evaluator struct {
 	// Agent, when set, returns what the runner recorded of the agent's passes up to
 	// iteration n, for the judge's evidence. It is called only when criteria are judged.
 	Agent func(n int) AgentRecord
-	// Workspace is the workspace baseline taken after setup (evidence.TakeBaseline), so
-	// the judge can be shown the diff; nil means no diff evidence.
-	Workspace *evidence.Baseline
+	// Workspace computes the diff since setup (the runner's host-side change set), so
+	// the judge can be shown it; nil means no diff evidence.
+	Workspace evidence.Differ
+	// ProtectedNow, when set, returns the protected paths' digests after the agent's pass as
+	// recorded on the host (path → sha256, or "symlink:TARGET"); it replaces hashing them in
+	// the sandbox, which the agent may control. Baseline must then come from the host too.
+	ProtectedNow func(ctx context.Context) (map[string]string, error)
 }
 
 // Evaluate evaluates iteration n (1-based) and returns its items, score and loop status
@@ -233,7 +237,13 @@ func (e *Evaluator) Evaluate(ctx context.Context, n int) result.Iteration {
 	items := e.Checker.Run(ctx, e.Sandbox, e.Rubric, sink)
 	items = append(items, e.judge(ctx, n, items)...)
 	if e.Baseline != nil {
-		after, err := Snapshot(ctx, e.Sandbox, e.Rubric.ProtectedGlobs())
+		snapshot := func(ctx context.Context) (map[string]string, error) {
+			return Snapshot(ctx, e.Sandbox, e.Rubric.ProtectedGlobs())
+		}
+		if e.ProtectedNow != nil {
+			snapshot = e.ProtectedNow
+		}
+		after, err := snapshot(ctx)
 		if err != nil {
 			items = append(items, integrityError(err))
 		} else {

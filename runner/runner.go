@@ -76,15 +76,6 @@ type Rubric interface {
 	Evaluate(ctx context.Context, sb providers.Sandbox, in EvalInput) (Evaluation, error)
 }
 
-// Preparer is implemented by rubrics that record the workspace after the setup script,
-// before the agent changes it (the judge's diff baseline). Prepare failing is not fatal:
-// the rubric reports what it could not compare. Release runs at teardown, before the
-// sandbox is closed.
-type Preparer interface {
-	Prepare(ctx context.Context, sb providers.Sandbox)
-	Release(ctx context.Context, sb providers.Sandbox)
-}
-
 // EvalInput is what one rubric iteration may look at.
 type EvalInput struct {
 	Iteration int
@@ -143,6 +134,16 @@ type Options struct {
 	Prompt       string
 	NewAgent     func(ctx context.Context, sb providers.Sandbox) (Agent, error) // nil: no agent (checks-only run)
 	Rubric       Rubric                                                         // nil: no rubric
+	// Workspace records the workspace on the host after setup and after each agent pass
+	// (nil: not recorded, and verification falls back to in-place).
+	Workspace Workspace
+	// Verify is result.VerifyClean or result.VerifyInPlace ("": clean). A run without an
+	// agent always verifies in place: nobody had a shell in the sandbox.
+	Verify string
+	// CleanRoom is how this provider makes a clean room (CleanRoomProvisioned or
+	// CleanRoomMaterialized); "" when it cannot, with the reason in NoCleanRoom.
+	CleanRoom   string
+	NoCleanRoom string
 	// MaxIterations bounds the revision loop (1 = no revision).
 	MaxIterations int
 	Publishers    []Publisher
@@ -214,8 +215,8 @@ type run struct {
 	sb       providers.Sandbox
 	created  bool
 	tornDown bool
-	prepared Preparer    // released at teardown
-	agent    AgentCloser // closed at teardown, before the sandbox
+	agent AgentCloser // closed at teardown, before the sandbox
+	room  *cleanRoom  // the open clean room, deleted after its evaluation or at teardown
 
 	agentFindings []result.Finding // the agent's findings (cumulative over its passes)
 	unfinished    string
@@ -237,7 +238,7 @@ func (r *run) execute(parent context.Context) {
 	r.emit(events.Event{Type: events.RunStarted, Message: r.opts.RunID, Data: map[string]string{
 		"run_id": r.opts.RunID, "provider": r.opts.ProviderName, "report_dir": r.opts.ReportDir,
 	}})
-	r.writeResult()
+	_ = r.writeResult() // a failure is logged; the final write decides
 	r.begin(parent)
 
 	ctx := parent
@@ -260,7 +261,7 @@ func (r *run) execute(parent context.Context) {
 	}()
 
 	r.finish(parent)
-	r.writeResult()
+	_ = r.writeResult() // a failure is logged; the final write decides
 	r.publish(parent)
 	r.noteLateInterrupt(parent)
 	if err := r.writeResult(); err != nil {
@@ -295,9 +296,16 @@ func (r *run) stages(ctx context.Context) {
 	}
 	var agent Agent
 	var outcome *AgentOutcome
-	if p, ok := r.opts.Rubric.(Preparer); ok && r.opts.NewAgent != nil {
-		r.prepared = p
-		p.Prepare(ctx, r.sb)
+	r.planVerification()
+	recording := r.opts.NewAgent != nil && r.opts.Workspace != nil
+	// The last moment the sandbox is trusted: after setup, before the agent's first call.
+	if recording && !r.stage(ctx, StageBaseline, r.baseline) {
+		return
+	}
+	pass := 0
+	recordPass := func() bool {
+		pass++
+		return !recording || r.stage(ctx, StageChanges, func(ctx context.Context) error { return r.changes(ctx, pass) })
 	}
 	if r.opts.NewAgent != nil {
 		ok := r.stage(ctx, StageAgent, func(ctx context.Context) error {
@@ -316,7 +324,7 @@ func (r *run) stages(ctx context.Context) {
 			outcome = &out
 			return err
 		})
-		if !ok {
+		if !ok || !recordPass() {
 			return
 		}
 	} else {
@@ -331,9 +339,9 @@ func (r *run) stages(ctx context.Context) {
 	r.res.Rubric.Iterations = []result.Iteration{}
 	for n := 1; ; n++ {
 		var ev Evaluation
-		ok := r.stage(ctx, StageRubric, func(ctx context.Context) error {
+		eval := func(ctx context.Context, sb providers.Sandbox) error {
 			var err error
-			ev, err = r.opts.Rubric.Evaluate(ctx, r.sb, EvalInput{
+			ev, err = r.opts.Rubric.Evaluate(ctx, sb, EvalInput{
 				Iteration: n, Prompt: r.opts.Prompt, Agent: outcome, Sink: r.opts.Sink,
 			})
 			if err != nil {
@@ -341,7 +349,13 @@ func (r *run) stages(ctx context.Context) {
 			}
 			r.recordIteration(ev)
 			return nil
-		})
+		}
+		var ok bool
+		if r.clean() {
+			ok = r.evaluateClean(ctx, eval)
+		} else {
+			ok = r.stage(ctx, StageRubric, func(ctx context.Context) error { return eval(ctx, r.sb) })
+		}
 		if !ok {
 			return
 		}
@@ -355,7 +369,7 @@ func (r *run) stages(ctx context.Context) {
 			outcome = &out
 			return err
 		})
-		if !ok {
+		if !ok || !recordPass() {
 			return
 		}
 	}
@@ -371,7 +385,7 @@ func (r *run) stage(ctx context.Context, name string, fn func(context.Context) e
 	start := time.Now()
 	idx := r.record(name, start, "running")
 	r.emit(events.Event{Type: events.StageStarted, Stage: name})
-	r.writeResult()
+	_ = r.writeResult() // a failure is logged; the final write decides
 	err := fn(ctx)
 	status := result.StatusOK
 	// A stage may swallow a cancellation (checks record it per item), so the context
@@ -471,7 +485,7 @@ func (r *run) provision(ctx context.Context) error {
 			return fmt.Errorf("record sandbox %s in the state file: %w", sb.ID(), err)
 		}
 	}
-	r.writeResult()
+	_ = r.writeResult() // a failure is logged; the final write decides
 	return nil
 }
 
@@ -521,6 +535,12 @@ func (r *run) findings() []result.Finding {
 // teardown closes the sandbox exactly once, on a context that survives the run's
 // cancellation, with its own deadline; a second signal (Force) cuts the wait short.
 func (r *run) teardown(parent context.Context) {
+	r.closeCleanRoom(parent) // open only when a panic cut its evaluation short
+	if r.opts.Workspace != nil {
+		if err := r.opts.Workspace.Close(); err != nil {
+			r.log.Warn().Err(err).Msg("could not remove the workspace record")
+		}
+	}
 	r.mu.Lock()
 	if r.tornDown {
 		r.mu.Unlock()
@@ -553,9 +573,6 @@ func (r *run) teardown(parent context.Context) {
 	r.mu.Unlock()
 	if agentCloser != nil {
 		agentCloser.Close(ctx)
-	}
-	if r.prepared != nil {
-		r.prepared.Release(ctx, sb)
 	}
 	start := time.Now()
 	idx := r.record(StageTeardown, start, "running")

@@ -58,19 +58,29 @@ exec sh "$1"`
 // setup uploads the script and runs it with bash in the working directory. Host
 // environment variables are never expanded into it. Its output is streamed as events.
 func (r *run) setup(ctx context.Context) error {
+	rec, err := r.runSetup(ctx, r.sb, StageSetup)
+	if rec != nil {
+		r.res.Setup = rec
+	}
+	return err
+}
+
+// runSetup runs the setup script in sb (the run's sandbox or a clean room), streaming its
+// output as events of stage.
+func (r *run) runSetup(ctx context.Context, sb providers.Sandbox, stage string) (*result.Setup, error) {
 	s := r.opts.SetupScript
 	name := "setup.sh"
 	dir := path.Join(setupDir, r.opts.RunID)
 	tgz, err := singleFileTarGz(name, s.Content, 0o755)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := r.sb.Upload(ctx, dir, bytes.NewReader(tgz)); err != nil {
-		return fmt.Errorf("upload setup script %s: %w", s.Path, err)
+	if err := sb.Upload(ctx, dir, bytes.NewReader(tgz)); err != nil {
+		return nil, fmt.Errorf("upload setup script %s: %w", s.Path, err)
 	}
 	rel := path.Join(dir, name)
-	out := &lineEmitter{sink: r.opts.Sink, stage: StageSetup, redact: r.opts.Redact}
-	res, err := r.sb.Exec(ctx, providers.Cmd{
+	out := &lineEmitter{sink: r.opts.Sink, stage: stage, redact: r.opts.Redact}
+	res, err := sb.Exec(ctx, providers.Cmd{
 		Argv:    []string{"/bin/sh", "-c", runScript, "talkops-setup", rel},
 		Timeout: s.Timeout,
 		Stdout:  out.stream("stdout"),
@@ -79,16 +89,16 @@ func (r *run) setup(ctx context.Context) error {
 	out.flush()
 	// Remove the script so checks that look at the workspace do not see it.
 	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	_, _ = r.sb.Exec(rmCtx, providers.Cmd{Argv: []string{"rm", "-rf", dir}})
+	_, _ = sb.Exec(rmCtx, providers.Cmd{Argv: []string{"rm", "-rf", dir}})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("run setup script %s: %w", s.Path, err)
+		return nil, fmt.Errorf("run setup script %s: %w", s.Path, err)
 	}
 	tail := lastLines(string(res.Stdout)+string(res.Stderr), 20)
 	if r.opts.Redact != nil {
 		tail = r.opts.Redact(tail)
 	}
-	r.res.Setup = &result.Setup{
+	rec := &result.Setup{
 		Script:     s.Path,
 		ExitCode:   res.ExitCode,
 		TimedOut:   res.TimedOut,
@@ -96,12 +106,12 @@ func (r *run) setup(ctx context.Context) error {
 		OutputTail: tail,
 	}
 	if res.TimedOut {
-		return fmt.Errorf("setup script %s timed out after %s; last output:\n%s", s.Path, s.Timeout, indent(tail))
+		return rec, fmt.Errorf("setup script %s timed out after %s; last output:\n%s", s.Path, s.Timeout, indent(tail))
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("setup script %s exited with code %d; last output:\n%s", s.Path, res.ExitCode, indent(tail))
+		return rec, fmt.Errorf("setup script %s exited with code %d; last output:\n%s", s.Path, res.ExitCode, indent(tail))
 	}
-	return nil
+	return rec, nil
 }
 
 func singleFileTarGz(name string, content []byte, mode int64) ([]byte, error) {

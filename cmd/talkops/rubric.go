@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"slices"
+	"errors"
 	"time"
 
+	"github.com/talkops/talkops/changeset"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
-	"github.com/talkops/talkops/rubric/evidence"
 	"github.com/talkops/talkops/runner"
 )
 
@@ -22,17 +22,13 @@ type rubricRunner struct {
 	judge   rubric.Judge // nil when the rubric has no criteria
 	maxIter int
 	session *session // nil in a checks-only run
-	exclude []string // extra baseline excludes (the report dir inside the project)
 	sink    events.Sink
-
-	workspace *evidence.Baseline // the judge's diff baseline, taken after setup
-	protected map[string]string  // protected paths' hashes, taken after setup
+	// host is the run's host-side workspace record (nil in a checks-only run): the
+	// judge's diff and the protected-path comparison come from it, never from the sandbox.
+	host *changeset.Recorder
 }
 
-var (
-	_ runner.Rubric   = (*rubricRunner)(nil)
-	_ runner.Preparer = (*rubricRunner)(nil)
-)
+var _ runner.Rubric = (*rubricRunner)(nil)
 
 func (c *rubricRunner) Describe() result.Rubric {
 	rec := c.r.Record(nil)
@@ -40,39 +36,21 @@ func (c *rubricRunner) Describe() result.Rubric {
 	return *rec
 }
 
-// Prepare records the workspace before the agent changes it. Failing to is a warning:
-// the judge then says the diff is unavailable, and integrity cannot be checked.
-func (c *rubricRunner) Prepare(ctx context.Context, sb providers.Sandbox) {
-	warn := func(msg string, err error) {
-		c.sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageRubric, Message: msg + ": " + err.Error()})
-	}
-	if len(c.r.Criteria) > 0 {
-		opts := evidence.BaselineOptions{Exclude: append(slices.Clone(evidence.DefaultExclude), c.exclude...)}
-		base, err := evidence.TakeBaseline(ctx, sb, opts)
-		if err != nil {
-			warn("no workspace baseline for the judge's diff", err)
-		} else {
-			c.workspace = base
-		}
-	}
-	hashes, err := rubric.Snapshot(ctx, sb, c.r.ProtectedGlobs())
-	if err != nil {
-		warn("cannot record the protected paths", err)
-		return
-	}
-	c.protected = hashes
-}
-
-func (c *rubricRunner) Release(ctx context.Context, sb providers.Sandbox) {
-	if c.workspace != nil {
-		_ = c.workspace.Remove(ctx, sb)
-	}
-}
-
 func (c *rubricRunner) Evaluate(ctx context.Context, sb providers.Sandbox, in runner.EvalInput) (runner.Evaluation, error) {
 	ev := &rubric.Evaluator{
 		Rubric: c.r, Sandbox: sb, Sink: in.Sink, Checker: c.checker, Judge: c.judge,
-		MaxIterations: c.maxIter, Baseline: c.protected, Workspace: c.workspace,
+		MaxIterations: c.maxIter,
+	}
+	if c.host != nil {
+		ev.Workspace = c.host
+		ev.Baseline = c.host.BaselineDigests()
+		ev.ProtectedNow = c.host.LatestDigests
+		if ev.Baseline == nil { // the runner stops before the rubric when it could not record one
+			ev.Baseline = map[string]string{}
+			ev.ProtectedNow = func(context.Context) (map[string]string, error) {
+				return nil, errors.New("the runner recorded no baseline of the workspace")
+			}
+		}
 	}
 	if c.session != nil {
 		ev.Agent = c.session.agentRecord

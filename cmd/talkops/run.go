@@ -56,6 +56,7 @@ type runCmd struct {
 	RubricModel         string   `name:"rubric-model" placeholder:"PROVIDER:NAME" config:"rubric.model" help:"Judge model for criteria; prefer another model family than the agent's. ${cfg_rubric_model}"`
 	RubricMaxIterations string   `name:"rubric-max-iterations" placeholder:"N" config:"rubric.max_iterations" help:"Agent passes the revision loop allows. ${cfg_rubric_max_iterations}"`
 	RubricVotes         string   `name:"rubric-votes" placeholder:"N" config:"rubric.votes" help:"Judge calls per criterion (odd); the majority decides. ${cfg_rubric_votes}"`
+	RubricVerify        string   `name:"rubric-verify" placeholder:"MODE" config:"rubric.verify" help:"clean: after an agent, run checks in a fresh sandbox holding its change set, protected paths restored; in-place: in the agent's own sandbox (the verdict then trusts it). ${cfg_rubric_verify}"`
 	Quiet               bool     `short:"q" help:"Print only the agent's final answer (or, without an agent, the verdict line) on stdout; nothing on stderr but errors."`
 	OutputFormat        string   `name:"output-format" placeholder:"FORMAT" config:"run.output_format" help:"text, json (one object at the end) or stream-json (one event per line). ${cfg_run_output_format}"`
 	JSON                bool     `name:"json" help:"Alias for --output-format json."`
@@ -69,6 +70,7 @@ type runCmd struct {
 	flagsSet map[string]*kong.Flag
 	report   report.Options // set by Run and plan
 	session  *session       // the agent, when there is a prompt
+	caps     capabilities   // the provider's, set by planSandbox
 }
 
 // configFlags turns the flags the user gave into the top configuration layer.
@@ -215,7 +217,7 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 		MaxIterations: 1,
 	}
 	for _, step := range []func(*app, *config.Config, *runner.Options, events.Sink) error{
-		c.planWork, c.planSandbox, c.planReports,
+		c.planWork, c.planSandbox, c.planReports, c.planVerification,
 	} {
 		if err := step(a, cfg, &opts, sink); err != nil {
 			return opts, err
@@ -311,6 +313,7 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, s
 	if name == local.Name && c.session != nil && cfg.Approval.Mode == "yes" {
 		warnLocalKeys(a.getenv, sink)
 	}
+	c.caps = caps
 	snapshot := cfg.Sandbox.Snapshot
 	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.defaultSnapshot {
 		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
@@ -406,12 +409,6 @@ func (c *runCmd) planReports(_ *app, cfg *config.Config, opts *runner.Options, _
 	c.report.Dir, c.report.ResultPath = reportDir, filepath.Join(reportDir, "result.json")
 	if c.session != nil {
 		c.session.opts.ReportDir = reportDir
-	}
-	if rr, ok := opts.Rubric.(*rubricRunner); ok {
-		// The judge's diff must not show talkops's own reports.
-		if rel, err := filepath.Rel(cfg.ProjectDir, reportDir); err == nil && filepath.IsLocal(rel) {
-			rr.exclude = append(rr.exclude, filepath.ToSlash(rel))
-		}
 	}
 	for _, p := range report.Detect(c.report) {
 		opts.Publishers = append(opts.Publishers, p)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talkops/talkops/agent/model"
 	"github.com/talkops/talkops/agent/model/modeltest"
+	"github.com/talkops/talkops/changeset"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/local"
@@ -279,20 +280,35 @@ func newLocal(t testing.TB, files map[string]string) providers.Sandbox {
 	return sb
 }
 
-// takeBaseline snapshots the sandbox's workspace and removes the snapshot when the test
-// ends (before the sandbox closes: cleanups run last-registered first).
-func takeBaseline(t testing.TB, sb providers.Sandbox) *evidence.Baseline {
+// takeBaseline records the sandbox's workspace on the host, as the runner does after the
+// setup script, and removes the record when the test ends.
+func takeBaseline(t testing.TB, sb providers.Sandbox) evidence.Differ {
 	t.Helper()
-	base, err := evidence.TakeBaseline(t.Context(), sb, evidence.BaselineOptions{})
-	if err != nil {
-		t.Fatalf("TakeBaseline: %v", err)
+	rec := &changeset.Recorder{Dir: t.TempDir()}
+	if _, err := rec.Baseline(t.Context(), sb); err != nil {
+		t.Fatalf("record the baseline: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := base.Remove(context.WithoutCancel(t.Context()), sb); err != nil {
-			t.Errorf("Baseline.Remove: %v", err)
+		if err := rec.Close(); err != nil {
+			t.Errorf("close the record: %v", err)
 		}
 	})
-	return base
+	return &hostRecord{rec: rec}
+}
+
+// hostRecord records the workspace again before each diff, as the runner does after each
+// agent pass.
+type hostRecord struct {
+	rec  *changeset.Recorder
+	pass int
+}
+
+func (h *hostRecord) Diff(ctx context.Context, sb providers.Sandbox) (*evidence.Diff, error) {
+	h.pass++
+	if _, err := h.rec.Changes(ctx, sb, h.pass); err != nil {
+		return nil, err
+	}
+	return h.rec.Diff(ctx, sb)
 }
 
 // sh runs a shell script in the sandbox.
