@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -89,8 +87,9 @@ var providerMakers = map[string]providerMaker{
 			return nil, capabilities{}, err
 		}
 		opts.WorkingDir = workingDir(cfg, bwrap.Name)
-		// Sandboxes live under the TMPDIR this run was given (one place for ls and gc).
-		opts.StateDir = filepath.Join(cmpOr(getenv("TMPDIR"), os.TempDir()), "talkops-bwrap")
+		// Sandboxes live next to the ledger: per user and per state root, so ls and gc
+		// see this user's sandboxes and never another user's or another root's.
+		opts.StateDir = state.ProviderDir(getenv, bwrap.Name)
 		if err := opts.Validate(); err != nil {
 			return nil, capabilities{}, usageErr(err)
 		}
