@@ -87,6 +87,10 @@ type Sandbox struct {
 	SyncWorkspace bool
 	Image         string
 	Sync          Sync
+	// Env holds NAME=value pairs set in every sandbox command.
+	Env []string
+	// PassEnv names host variables whose values every sandbox command gets.
+	PassEnv []string
 }
 
 // Sync holds the [sandboxes.sync] settings.
