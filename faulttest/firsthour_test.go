@@ -3,7 +3,10 @@ package faulttest
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -84,5 +87,117 @@ func TestBwrapSandboxesArePerStateRoot(t *testing.T) {
 	}
 	if ids := sandboxIDs(t, project, envA, pBwrap); len(ids) != 0 {
 		t.Errorf("after the run: %v left", ids)
+	}
+}
+
+// gitProject makes dir a git work tree with files, tracking the ones in track.
+func gitProject(t *testing.T, dir string, files map[string]string, track ...string) {
+	t.Helper()
+	writeFiles(t, dir, files)
+	for _, args := range [][]string{{"init", "-q"}, append([]string{"add", "-f", "--"}, track...)} {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// firstHourEnv is a hermetic environment for provider, with its engine's variables.
+func firstHourEnv(t *testing.T, provider string) (root string, env map[string]string) {
+	t.Helper()
+	engine := engineEnv(t, provider)
+	root = t.TempDir()
+	env = hermeticEnv(root, newMarker())
+	for k, v := range engine {
+		env[k] = v
+	}
+	for _, d := range []string{env["HOME"], env["TMPDIR"]} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, env
+}
+
+func readResultFile(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return r
+}
+
+// A tracked source folder named like a skip-list entry (ko's pkg/build) arrives in the
+// sandbox; an untracked build/ output folder does not, result.json and the summary say
+// so, and a failing check that names it is flagged.
+func TestSyncSendsTrackedFiles(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{pBwrap, pDocker} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			root, env := firstHourEnv(t, provider)
+			project := filepath.Join(root, "project")
+			gitProject(t, project, map[string]string{
+				"README.md":          "x\n",
+				"pkg/build/build.go": "package build\n",
+				"build/out.txt":      "generated\n",
+				".talkops/check.sh":  "#!/bin/sh\ntest -f pkg/build/build.go\n",
+				"r.toml": `[[check]]
+id = "tracked"
+run = ".talkops/check.sh"
+[[check]]
+id = "untracked"
+run = "test ! -e build"
+[[check]]
+id = "needs-output"
+run = "cat build/out.txt"
+`,
+			}, "README.md", "pkg/build/build.go", ".talkops/check.sh", "r.toml")
+			code, stdout, stderr := runTalkops(t, project, env, 3*time.Minute, "--sandbox", provider, "--rubric", "r.toml", "--report-dir", "out")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1 (one check fails)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			r := readResultFile(t, filepath.Join(project, "out", "result.json"))
+			items := map[string]map[string]any{}
+			for _, it := range r["rubric"].(map[string]any)["items"].([]any) {
+				m := it.(map[string]any)
+				items[m["id"].(string)] = m
+			}
+			for id, want := range map[string]string{"tracked": "pass", "untracked": "pass", "needs-output": "fail"} {
+				if got := items[id]["status"]; got != want {
+					t.Errorf("check %s: %v, want %s (%v)", id, got, want, items[id])
+				}
+			}
+			if reason, _ := items["needs-output"]["reason"].(string); !strings.Contains(reason, "build (skip_list)") || !strings.Contains(reason, "left out") {
+				t.Errorf("the failing check's reason does not flag the left-out path: %q", reason)
+			}
+			if !strings.Contains(stderr, "left out of the sandbox") {
+				t.Errorf("no warning on stderr about the left-out path:\n%s", stderr)
+			}
+			sync := r["sync"].(map[string]any)
+			if sync["git_tracked"] != true {
+				t.Errorf("sync.git_tracked = %v, want true", sync["git_tracked"])
+			}
+			var left []string
+			for _, l := range sync["left_out"].([]any) {
+				m := l.(map[string]any)
+				left = append(left, m["path"].(string)+":"+m["reason"].(string))
+			}
+			if !slices.Contains(left, "build:skip_list") || slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, "pkg/") }) {
+				t.Errorf("sync.left_out = %v, want build:skip_list and nothing under pkg/", left)
+			}
+			summary, err := os.ReadFile(filepath.Join(project, "out", "summary.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(summary), "Not synced into the sandbox") || !strings.Contains(string(summary), "`build` (skip_list)") {
+				t.Errorf("summary.md does not list what was left out:\n%s", summary)
+			}
+		})
 	}
 }
