@@ -299,15 +299,11 @@ func unwrapPathError(err error) string {
 // resolve finds the winning value for k: flag, environment, project file, user file,
 // default.
 func (l *loader) resolve(k *Key, projectDir string, files []*fileValues) (setting, error) {
-	bare := false
-	if raw, ok := l.flagValue(k); ok {
-		flag := l.flagName(k)
-		if k.Type == TypeProvider && raw == "" {
-			bare = true
-		} else {
-			src := source{label: "flag " + flag, base: l.workDir, layer: layerFlag}
-			return l.parseSetting(k, raw, src)
-		}
+	// A bare --sandbox (an empty provider flag) means the configured provider, and with
+	// none configured the default one, as `talkops config` shows it.
+	if raw, ok := l.flagValue(k); ok && !(k.Type == TypeProvider && raw == "") {
+		src := source{label: "flag " + l.flagName(k), base: l.workDir, layer: layerFlag}
+		return l.parseSetting(k, raw, src)
 	}
 	if s, ok, err := l.fromEnv(k); ok || err != nil {
 		return s, err
@@ -316,14 +312,6 @@ func (l *loader) resolve(k *Key, projectDir string, files []*fileValues) (settin
 		if s, ok := files[i].settings[k.Name]; ok {
 			return s, nil
 		}
-	}
-	if bare {
-		flag := l.flagName(k)
-		return setting{}, &Error{Source: "flag " + flag, Key: k.Name,
-			Msg: fmt.Sprintf("%s without a provider name uses the configured default provider, and none is configured: "+
-				"name one (%s NAME), or set %q in [sandboxes] of .talkops/config.toml, or %s",
-				flag, flag, lastPart(k.Name), strings.Join(k.Env, " or ")),
-			Valid: l.opts.Providers, ValidWhat: "providers"}
 	}
 	v, err := parseText(k, k.Default, nil)
 	if err != nil {

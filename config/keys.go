@@ -620,6 +620,9 @@ func parseProvider(s string, providers []string) (string, error) {
 	if providers == nil || slices.Contains(providers, s) {
 		return s, nil
 	}
+	if near := Suggest(s, providers); near != "" {
+		return "", badValue(providers, "providers", "unknown provider %q, did you mean %s?", s, near)
+	}
 	return "", badValue(providers, "providers", "unknown provider %q", s)
 }
 

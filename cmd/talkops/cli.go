@@ -136,7 +136,10 @@ func normalizeArgs(args []string) []string {
 			out = append(out, arg)
 			continue
 		}
-		if i+1 < len(args) && isProviderName(args[i+1]) {
+		if i+1 < len(args) && (isProviderName(args[i+1]) || config.Suggest(args[i+1], providerNames()) != "") {
+			// A provider name, or a typo of one ("dokcer"): the value, which config
+			// then rejects with a did-you-mean instead of running the default provider
+			// on a one-word prompt.
 			out = append(out, "--sandbox="+args[i+1])
 			i++
 			continue

@@ -103,6 +103,9 @@ func lookupProvider(name string, getenv func(string) string) (providerMaker, err
 	valid := providerNamesFor(getenv)
 	newProvider, ok := providerMakers[name]
 	if !ok || !slices.Contains(valid, name) {
+		if near := config.Suggest(name, valid); near != "" {
+			return nil, usagef("unknown sandbox provider %q, did you mean %s? (valid: %s)", name, near, strings.Join(valid, ", "))
+		}
 		return nil, usagef("unknown sandbox provider %q (valid: %s)", name, strings.Join(valid, ", "))
 	}
 	return newProvider, nil
