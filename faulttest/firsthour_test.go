@@ -2,6 +2,7 @@ package faulttest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,9 +196,180 @@ run = "cat build/out.txt"
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(summary), "Not synced into the sandbox") || !strings.Contains(string(summary), "`build` (skip_list)") {
+			if !strings.Contains(string(summary), "Not synced into the sandbox") || !strings.Contains(string(summary), "\n- build (") {
 				t.Errorf("summary.md does not list what was left out:\n%s", summary)
 			}
 		})
+	}
+}
+
+// The README's advice works as written on every local provider: ro_binds makes a tool's
+// bin directory part of PATH on bwrap, docker takes a path option, and [sandboxes] env
+// and pass_env reach every provider's commands, with passed values masked in every
+// output.
+func TestSandboxPathAndEnv(t *testing.T) {
+	t.Parallel()
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "passed-value-7f3a9c"
+	for _, provider := range []string{pLocal, pBwrap, pDocker} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			root, env := firstHourEnv(t, provider)
+			env["HOST_TOKEN"] = token
+			user := "[sandboxes]\nenv = [\"GREETING=hello world\"]\npass_env = [\"HOST_TOKEN\"]\n"
+			tool := `[[check]]
+id = "gofmt"
+run = 'out=$(gofmt -l .) && test -z "$out" || { echo "$out"; exit 1; }'
+`
+			switch provider {
+			case pBwrap:
+				user += fmt.Sprintf("[sandboxes.providers.bwrap]\nro_binds = [%q]\n", strings.TrimSpace(string(goroot)))
+			case pDocker:
+				user += "[sandboxes.providers.docker]\npath = \"/workspace/tools:/usr/bin:/bin\"\n"
+				tool = "[[check]]\nid = \"tool\"\nrun = \"hello-tool\"\n"
+			}
+			writeFiles(t, env["HOME"], map[string]string{".talkops/config.toml": user})
+			project := filepath.Join(root, "project")
+			writeFiles(t, project, map[string]string{
+				"main.go":          "package main\n\nfunc main() {}\n",
+				"tools/hello-tool": "#!/bin/sh\necho hello\n",
+				"r.toml": tool + `[[check]]
+id = "env"
+run = 'test "$GREETING" = "hello world"'
+[[check]]
+id = "passed"
+run = 'echo "token=$HOST_TOKEN"; exit 1'
+required = false
+weight = 0
+`,
+			})
+			if err := os.Chmod(filepath.Join(project, "tools", "hello-tool"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := runTalkops(t, project, env, 3*time.Minute, "--sandbox", provider, "--rubric", "r.toml", "--report-dir", "out")
+			if code != 0 {
+				t.Errorf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			r := readResultFile(t, filepath.Join(project, "out", "result.json"))
+			var passed map[string]any
+			for _, it := range r["rubric"].(map[string]any)["items"].([]any) {
+				if m := it.(map[string]any); m["id"] == "passed" {
+					passed = m
+				}
+			}
+			if out, _ := passed["check"].(map[string]any)["stdout_tail"].(string); !strings.Contains(out, "token=***") {
+				t.Errorf("the passed variable did not arrive masked: stdout_tail %q", out)
+			}
+			ents, _ := os.ReadDir(filepath.Join(project, "out"))
+			for _, e := range ents {
+				data, _ := os.ReadFile(filepath.Join(project, "out", e.Name()))
+				if strings.Contains(string(data), token) {
+					t.Errorf("%s holds the passed value unmasked", e.Name())
+				}
+			}
+			if strings.Contains(stdout+stderr, token) {
+				t.Errorf("stdout or stderr holds the passed value unmasked")
+			}
+		})
+	}
+}
+
+// An unknown key names the file and line and lists the valid keys.
+func TestUnknownSandboxKeyListsValidOnes(t *testing.T) {
+	t.Parallel()
+	root, env := firstHourEnv(t, pLocal)
+	project := filepath.Join(root, "project")
+	writeFiles(t, project, map[string]string{".talkops/config.toml": "[sandboxes]\npassenv = [\"GOPATH\"]\n", "README.md": "x\n"})
+	code, _, stderr := runTalkops(t, project, env, time.Minute, "--rubric", "true")
+	if code != 2 || !strings.Contains(stderr, "config.toml:2") || !strings.Contains(stderr, "pass_env") || !strings.Contains(stderr, "env") {
+		t.Errorf("exit %d, want 2 with file:line and the valid keys (pass_env, env):\n%s", code, stderr)
+	}
+}
+
+// A bare --sandbox runs the default provider that `talkops config` shows; a typo of a
+// provider name is a usage error with a suggestion, not a prompt.
+func TestSandboxFlagParsing(t *testing.T) {
+	t.Parallel()
+	root, env := firstHourEnv(t, pLocal)
+	project := filepath.Join(root, "project")
+	writeFiles(t, project, map[string]string{"README.md": "x\n", "r.toml": "[[check]]\nid = \"readme\"\nrun = \"test -f README.md\"\n"})
+	code, stdout, stderr := runTalkops(t, project, env, time.Minute, "--sandbox", "--rubric", "r.toml", "--report-dir", "out")
+	if code != 0 {
+		t.Errorf("bare --sandbox: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if r := readResultFile(t, filepath.Join(project, "out", "result.json")); r["sandbox"].(map[string]any)["provider"] != "local" {
+		t.Errorf("bare --sandbox ran on %v, want the default local", r["sandbox"])
+	}
+	code, _, stderr = runTalkops(t, project, env, time.Minute, "--sandbox", "dokcer", "--rubric", "r.toml")
+	if code != 2 || !strings.Contains(stderr, `unknown provider "dokcer", did you mean docker?`) {
+		t.Errorf("--sandbox dokcer: exit %d, want 2 with a did-you-mean:\n%s", code, stderr)
+	}
+}
+
+// A check whose command is missing (127) or not executable (126) is an error (exit 3,
+// covered by --advisory), not a rubric fail, and nothing evaluated means no score.
+func TestMissingCommandIsAnError(t *testing.T) {
+	t.Parallel()
+	root, env := firstHourEnv(t, pLocal)
+	project := filepath.Join(root, "project")
+	writeFiles(t, project, map[string]string{
+		"README.md":   "x\n",
+		"lint.sh.txt": "#!/bin/sh\nexit 0\n",
+		"r.toml":      "[[check]]\nid = \"missing\"\nrun = [\"talkops-no-such-linter\"]\n[[check]]\nid = \"not-executable\"\nrun = [\"./lint.sh.txt\"]\n",
+	})
+	code, stdout, stderr := runTalkops(t, project, env, time.Minute, "--rubric", "r.toml", "--report-dir", "out")
+	if code != 3 {
+		t.Errorf("exit %d, want 3 (error)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	r := readResultFile(t, filepath.Join(project, "out", "result.json"))
+	if r["verdict"] != "error" {
+		t.Errorf("verdict %v, want error", r["verdict"])
+	}
+	if s, ok := r["score"]; ok && s != nil {
+		t.Errorf("score %v written although no item was evaluated", s)
+	}
+	if strings.Contains(stdout, "score") {
+		t.Errorf("a score is printed although no item was evaluated:\n%s", stdout)
+	}
+	for _, it := range r["rubric"].(map[string]any)["items"].([]any) {
+		m := it.(map[string]any)
+		if m["status"] != "error" || !strings.Contains(m["reason"].(string), "not found or is not executable") {
+			t.Errorf("item %v: %v (%v), want error: not found or not executable", m["id"], m["status"], m["reason"])
+		}
+	}
+	if code, _, stderr := runTalkops(t, project, env, time.Minute, "--rubric", "r.toml", "--report-dir", "out2", "--advisory"); code != 0 {
+		t.Errorf("--advisory: exit %d, want 0\n%s", code, stderr)
+	}
+}
+
+// A report file left by an earlier run is not parsed as this run's: the tool fails
+// before writing it, and no old finding is reported as current.
+func TestStaleParseFileIsNotReported(t *testing.T) {
+	t.Parallel()
+	root, env := firstHourEnv(t, pLocal)
+	project := filepath.Join(root, "project")
+	stale := `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"lint"}},"results":[{"ruleId":"OLD1","level":"error","message":{"text":"stale finding"},` +
+		`"locations":[{"physicalLocation":{"artifactLocation":{"uri":"a.go"},"region":{"startLine":3}}}]}]}]}`
+	writeFiles(t, project, map[string]string{
+		"a.go":               "package a\n",
+		"reports/lint.sarif": stale,
+		"r.toml":             "[[check]]\nid = \"lint\"\nrun = \"echo the linter crashed >&2; exit 2\"\nparse = \"sarif\"\nparse_file = \"reports/lint.sarif\"\n",
+	})
+	code, stdout, stderr := runTalkops(t, project, env, time.Minute, "--rubric", "r.toml", "--report-dir", "out")
+	if code != 1 {
+		t.Errorf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(project, "out", "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "OLD1") || strings.Contains(string(data), "stale finding") {
+		t.Errorf("result.json reports the stale finding:\n%s", data)
+	}
+	if !strings.Contains(string(data), "read parse_file reports/lint.sarif") {
+		t.Errorf("result.json does not say the report file was missing:\n%s", data)
 	}
 }

@@ -366,7 +366,7 @@ func leftOutDetails(s *result.Sync, t func(string) string) string {
 	}
 	d.WriteString("\n\n")
 	for _, l := range s.LeftOut {
-		fmt.Fprintf(&d, "- `%s` (%s)\n", strings.ReplaceAll(hygiene.Inline(t(l.Path), cellBytes), "`", "'"), hygiene.Inline(t(l.Reason), 40))
+		fmt.Fprintf(&d, "- %s (%s)\n", hygiene.Inline(t(l.Path), cellBytes), hygiene.Inline(t(l.Reason), 40))
 	}
 	if len(s.LeftOut) < total {
 		fmt.Fprintf(&d, "- … %d more\n", total-len(s.LeftOut))
