@@ -180,6 +180,12 @@ run = "cat build/out.txt"
 			if !strings.Contains(stderr, "left out of the sandbox") {
 				t.Errorf("no warning on stderr about the left-out path:\n%s", stderr)
 			}
+			if st := r["rubric"].(map[string]any)["status"]; st != "failed" || strings.Contains(stdout+stderr, "needs_revision") {
+				t.Errorf("a checks-only run's rubric status %v (or needs_revision printed), want failed: no agent can revise", st)
+			}
+			if !strings.Contains(stderr, "sync: 5 files") || !strings.Contains(stderr, ", done") {
+				t.Errorf("stderr does not show the sync's total (5 files, done):\n%s", stderr)
+			}
 			sync := r["sync"].(map[string]any)
 			if sync["git_tracked"] != true {
 				t.Errorf("sync.git_tracked = %v, want true", sync["git_tracked"])
@@ -371,5 +377,32 @@ func TestStaleParseFileIsNotReported(t *testing.T) {
 	}
 	if !strings.Contains(string(data), "read parse_file reports/lint.sarif") {
 		t.Errorf("result.json does not say the report file was missing:\n%s", data)
+	}
+}
+
+// `talkops --help` shows the run flags the seeds use as `talkops -p ...`.
+func TestTopLevelHelpShowsRunFlags(t *testing.T) {
+	t.Parallel()
+	root, env := firstHourEnv(t, pLocal)
+	code, stdout, stderr := runTalkops(t, root, env, time.Minute, "--help")
+	for _, want := range []string{"Commands:", "sandbox", "--prompt=TEXT", "--sandbox=TYPE", "--rubric=RUBRIC"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("talkops --help (exit %d) lacks %q:\n%s%s", code, want, stdout, stderr)
+		}
+	}
+}
+
+// ANTHROPIC_BASE_URL sends the model calls to a gateway, as the official SDKs do.
+func TestAnthropicBaseURLFromEnvironment(t *testing.T) {
+	t.Parallel()
+	root, env := firstHourEnv(t, pLocal)
+	model := newScriptedModel(t, scriptOptions{command: "echo hello"})
+	env["ANTHROPIC_API_KEY"] = modelKey
+	env["ANTHROPIC_BASE_URL"] = model.URL
+	project := filepath.Join(root, "project")
+	writeFiles(t, project, map[string]string{"README.md": "x\n", "r.toml": "[[check]]\nid = \"readme\"\nrun = \"test -f README.md\"\n"})
+	code, stdout, stderr := runTalkops(t, project, env, 2*time.Minute, "-p", "Run the task.", "-y", "--model", "anthropic:claude-test", "--rubric", "r.toml")
+	if code != 0 || model.agentCalls.Load() == 0 {
+		t.Errorf("exit %d with %d calls to ANTHROPIC_BASE_URL, want 0 and at least one\nstdout:\n%s\nstderr:\n%s", code, model.agentCalls.Load(), stdout, stderr)
 	}
 }

@@ -88,6 +88,7 @@ func (a *app) main(ctx context.Context, args []string) (err error) {
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(kongExit{code}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
+		kong.Help(helpWithRunFlags),
 		helpVars(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(a),
@@ -152,6 +153,24 @@ func normalizeArgs(args []string) []string {
 func isProviderName(s string) bool {
 	_, ok := providerMakers[s]
 	return ok
+}
+
+// helpWithRunFlags is kong's help, and at the top level also the run command's: run is
+// the default command, and `talkops -p ...` is how it is used.
+func helpWithRunFlags(o kong.HelpOptions, kctx *kong.Context) error {
+	if err := kong.DefaultHelpPrinter(o, kctx); err != nil {
+		return err
+	}
+	if kctx.Selected() != nil {
+		return nil
+	}
+	runCtx, err := kong.Trace(kctx.Kong, []string{"run"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(kctx.Stdout, "\nThe default command, run (talkops [run] [flags] [PROMPT...]):")
+	fmt.Fprintln(kctx.Stdout)
+	return kong.DefaultHelpPrinter(o, runCtx)
 }
 
 // setFlags returns the flags the user gave, by name.

@@ -249,6 +249,9 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 		}
 		rr = &rubricRunner{r: rb, checker: rubric.Checker{Redact: redactor.Redact}, sink: sink,
 			maxIter: int(cfg.Rubric.MaxIterations)}
+		if prompt == "" {
+			rr.maxIter = 1 // no agent can revise: a failed evaluation is final, never needs_revision
+		}
 		if len(rb.Criteria) > 0 {
 			if rr.judge, err = c.newJudge(cfg, rb, agentModel, agentSpec, a.getenv, redactor.Redact, sink); err != nil {
 				return err
@@ -386,6 +389,13 @@ func syncer(cfg *config.Config, synced func(*result.Sync)) runner.Syncer {
 				Data:    map[string]any{"files": s.Files, "bytes": s.Bytes, "bytes_sent": s.BytesSent}})
 		}
 		stats, err := workspace.Sync(ctx, sb, root, "", o)
+		if err == nil {
+			// The total: throttled views (CI logs) may have shown only a count from the
+			// middle of the sync.
+			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: runner.StageSync,
+				Message: fmt.Sprintf("%d files, %s, done", stats.Files, humanBytes(stats.BytesSent)),
+				Data:    map[string]any{"files": stats.Files, "bytes": stats.Bytes, "bytes_sent": stats.BytesSent, "done": true}})
+		}
 		rec := stats.Result()
 		if synced != nil {
 			synced(rec)
