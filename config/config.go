@@ -439,8 +439,6 @@ func (l *loader) check(c *Config) error {
 	return nil
 }
 
-func lastPart(name string) string { return name[strings.LastIndexByte(name, '.')+1:] }
-
 // assign stores a parsed value in the typed field ptr points to.
 func assign(ptr, v any) {
 	switch p := ptr.(type) {
