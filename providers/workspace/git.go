@@ -11,6 +11,9 @@ import (
 	"strings"
 )
 
+// listTracked is gitTracked; the benchmark swaps it to measure the rules without git.
+var listTracked = gitTracked
+
 // gitTracked lists the files git tracks under root, relative to root and sorted, or nil
 // when root is not inside a git work tree or git is not installed (Pack then applies
 // every rule to every path, as outside git).

@@ -179,7 +179,7 @@ func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClo
 	}
 	p.tw = tar.NewWriter(gz)
 	p.start, p.lastProgress = start, start
-	if p.tracked, err = gitTracked(ctx, p.rootAbs); err != nil {
+	if p.tracked, err = listTracked(ctx, p.rootAbs); err != nil {
 		return Stats{}, fmt.Errorf("pack %s: %w", root, err)
 	}
 	p.stats.GitTracked = p.tracked != nil
