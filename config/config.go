@@ -107,6 +107,10 @@ type Sandbox struct {
 	SyncWorkspace bool
 	Image         string
 	Sync          Sync
+	// Env holds NAME=value pairs set in every sandbox command.
+	Env []string
+	// PassEnv names host variables whose values every sandbox command gets.
+	PassEnv []string
 }
 
 // Sync holds the [sandboxes.sync] settings.
@@ -350,15 +354,11 @@ func (l *loader) resolve(k *Key, projectDir string, files []*fileValues) (settin
 	if k.Accumulate {
 		return l.accumulate(k, files)
 	}
-	bare := false
-	if raw, ok := l.flagValue(k); ok {
-		flag := l.flagName(k)
-		if k.Type == TypeProvider && raw == "" {
-			bare = true
-		} else {
-			src := source{label: "flag " + flag, base: l.workDir, layer: layerFlag}
-			return l.parseSetting(k, raw, src)
-		}
+	// A bare --sandbox (an empty provider flag) means the configured provider, and with
+	// none configured the default one, as `talkops config` shows it.
+	if raw, ok := l.flagValue(k); ok && !(k.Type == TypeProvider && raw == "") {
+		src := source{label: "flag " + l.flagName(k), base: l.workDir, layer: layerFlag}
+		return l.parseSetting(k, raw, src)
 	}
 	if s, ok, err := l.fromEnv(k); ok || err != nil {
 		return s, err
@@ -367,14 +367,6 @@ func (l *loader) resolve(k *Key, projectDir string, files []*fileValues) (settin
 		if s, ok := files[i].settings[k.Name]; ok {
 			return s, nil
 		}
-	}
-	if bare {
-		flag := l.flagName(k)
-		return setting{}, &Error{Source: "flag " + flag, Key: k.Name,
-			Msg: fmt.Sprintf("%s without a provider name uses the configured default provider, and none is configured: "+
-				"name one (%s NAME), or set %q in [sandboxes] of .talkops/config.toml, or %s",
-				flag, flag, lastPart(k.Name), strings.Join(k.Env, " or ")),
-			Valid: l.opts.Providers, ValidWhat: "providers"}
 	}
 	v, err := parseText(k, k.Default, nil)
 	if err != nil {
@@ -545,8 +537,6 @@ func (l *loader) check(c *Config) error {
 	}
 	return nil
 }
-
-func lastPart(name string) string { return name[strings.LastIndexByte(name, '.')+1:] }
 
 // assign stores a parsed value in the typed field ptr points to.
 func assign(ptr, v any) {

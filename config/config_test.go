@@ -308,7 +308,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "unknown key",
 			project: "# comment\n\n[sandboxes]\ndefualt = \"docker\"\n",
-			want:    `.talkops/config.toml:4:1: unknown key "sandboxes.defualt" (valid keys: default, provider, sandbox_id, snapshot_name, snapshot, setup_script_path, sync_workspace, sync, image, providers)`,
+			want:    `.talkops/config.toml:4:1: unknown key "sandboxes.defualt" (valid keys: default, provider, sandbox_id, snapshot_name, snapshot, setup_script_path, sync_workspace, sync, image, env, pass_env, providers)`,
 			line:    4,
 		},
 		{
@@ -392,7 +392,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "unknown provider",
 			project: "[sandboxes]\ndefault = \"dokcer\"\n",
-			want:    `.talkops/config.toml:2:11: sandboxes.default: unknown provider "dokcer" (valid providers: local, bwrap, docker, modal, daytona)`,
+			want:    `.talkops/config.toml:2:11: sandboxes.default: unknown provider "dokcer", did you mean docker? (valid providers: local, bwrap, docker, modal, daytona)`,
 			line:    2,
 		},
 		{
@@ -494,11 +494,6 @@ func TestLoadErrors(t *testing.T) {
 			name:  "unknown provider flag",
 			flags: map[string]string{"sandboxes.default": "k8s"},
 			want:  `flag --sandbox: unknown provider "k8s" (valid providers: local, bwrap, docker, modal, daytona)`,
-		},
-		{
-			name:  "bare --sandbox without a default",
-			flags: map[string]string{"sandboxes.default": ""},
-			want:  `flag --sandbox: --sandbox without a provider name uses the configured default provider, and none is configured: name one (--sandbox NAME), or set "default" in [sandboxes] of .talkops/config.toml, or TALKOPS_SANDBOX_PROVIDER or SANDBOX_PROVIDER (valid providers: local, bwrap, docker, modal, daytona)`,
 		},
 		{
 			name:  "snapshot and id flags",
@@ -815,5 +810,29 @@ func TestUnknownFlagKey(t *testing.T) {
 	var ce *Error
 	if errors.As(err, &ce) {
 		t.Errorf("Load() error %q is a *config.Error; a caller's bug is not a usage error", err)
+	}
+}
+
+// A bare --sandbox with nothing configured is the default provider, as `talkops config`
+// shows it.
+func TestBareSandboxMeansDefault(t *testing.T) {
+	t.Parallel()
+	cfg, err := Load(Options{Flags: map[string]string{"sandboxes.default": ""}, FlagNames: map[string]string{"sandboxes.default": "--sandbox"},
+		Getenv: func(string) string { return "" }, WorkDir: t.TempDir(), Providers: []string{"local", "docker"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sandbox.Provider != "local" {
+		t.Errorf("bare --sandbox: provider %q, want the default local", cfg.Sandbox.Provider)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	t.Parallel()
+	valid := []string{"local", "bwrap", "docker", "daytona", "vercel"}
+	for in, want := range map[string]string{"dokcer": "docker", "Docker": "docker", "bwarp": "bwrap", "lcoal": "local", "kubernetes": "", "d": "", "run the tests": ""} {
+		if got := Suggest(in, valid); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -77,7 +77,7 @@ func ExampleError() {
 	_, err = config.Load(config.Options{Getenv: func(string) string { return "" }, WorkDir: dir, HomeDir: filepath.Join(dir, "home"), Providers: []string{"local", "docker"}})
 	fmt.Println(err)
 	// Output:
-	// .talkops/config.toml:2:11: sandboxes.default: unknown provider "dokcer" (valid providers: local, docker)
+	// .talkops/config.toml:2:11: sandboxes.default: unknown provider "dokcer", did you mean docker? (valid providers: local, docker)
 }
 
 // writeProject makes dir a git checkout with .talkops/config.toml holding toml.

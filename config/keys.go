@@ -209,6 +209,28 @@ var keys = []Key{
 		field:   func(c *Config) any { return &c.Sandbox.Sync.MaxFileSize },
 	},
 	{
+		// Trust: safe. A literal value only changes the inside of the sandbox; on
+		// local, which runs the repository's own checks on the host anyway, it is no
+		// wider either.
+		Name:  "sandboxes.env",
+		Trust: Safe,
+		Type:  TypeList,
+		Help:  "NAME=value pairs set in every sandbox command's environment, e.g. PATH=/usr/local/go/bin:/usr/bin:/bin",
+		Check: checkEnvPairs,
+		field: func(c *Config) any { return &c.Sandbox.Env },
+	},
+	{
+		// Trust: trusted-only. It brings a host variable's value into the sandbox, so a
+		// repository's own config must not set it.
+		Name:  "sandboxes.pass_env",
+		Trust: TrustedOnly,
+		Type:  TypeList,
+		Env:   []string{"TALKOPS_SANDBOX_PASS_ENV"},
+		Help:  "names of host environment variables passed into every sandbox command; their values are masked in every output",
+		Check: checkEnvNames,
+		field: func(c *Config) any { return &c.Sandbox.PassEnv },
+	},
+	{
 		Name:    "run.timeout",
 		Trust:   Safe,
 		Type:    TypeDuration,
@@ -414,6 +436,46 @@ func (k Key) HelpText() string {
 		extra = append(extra, "trusted-only")
 	}
 	return k.Help + " (" + strings.Join(extra, "; ") + ")"
+}
+
+// checkEnvPairs validates [sandboxes] env: each entry NAME=value with a valid name.
+func checkEnvPairs(v any) error {
+	for _, kv := range v.([]string) {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("sandboxes.env entry %q: want NAME=value", kv)
+		}
+		if err := checkEnvName("sandboxes.env", name); err != nil {
+			return err
+		}
+		if strings.ContainsRune(kv, 0) {
+			return fmt.Errorf("sandboxes.env entry %s: value contains NUL", name)
+		}
+	}
+	return nil
+}
+
+// checkEnvNames validates [sandboxes] pass_env: each entry a variable name.
+func checkEnvNames(v any) error {
+	for _, name := range v.([]string) {
+		if err := checkEnvName("sandboxes.pass_env", name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkEnvName(key, name string) error {
+	ok := name != ""
+	for i, r := range name {
+		if !(r == '_' || 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9') {
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%s: %q is not a variable name; want letters, digits and _, not starting with a digit", key, name)
+	}
+	return nil
 }
 
 func positive(name string) func(any) error {
@@ -655,6 +717,9 @@ func parseProvider(s string, providers []string) (string, error) {
 	}
 	if providers == nil || slices.Contains(providers, s) {
 		return s, nil
+	}
+	if near := Suggest(s, providers); near != "" {
+		return "", badValue(providers, "providers", "unknown provider %q, did you mean %s?", s, near)
 	}
 	return "", badValue(providers, "providers", "unknown provider %q", s)
 }

@@ -41,7 +41,7 @@ func TestPluginTables(t *testing.T) {
 		{name: "project cannot add options to a user plugin", user: userPlugins, project: "[sandboxes.providers.acme.options]\nregion = \"x\"\n",
 			wantErr: `sandboxes.providers.acme.options is trusted-only`},
 		{name: "unknown name lists built-in and configured providers", user: userPlugins, flags: map[string]string{"sandboxes.default": "acme2"},
-			wantErr: `flag --sandbox: unknown provider "acme2" (valid providers: local, bwrap, docker, modal, daytona, acme, goplug)`},
+			wantErr: `flag --sandbox: unknown provider "acme2", did you mean acme? (valid providers: local, bwrap, docker, modal, daytona, acme, goplug)`},
 		{name: "a table without plugin keys is still an unknown provider", user: "[sandboxes.providers.dokcer]\nworking_dir = \"/w\"\n",
 			wantErr: `unknown provider "dokcer" in [sandboxes.providers.dokcer]; a custom provider is a table with command or backend`},
 	}

@@ -138,7 +138,7 @@ func newTarget(t testing.TB, name, root, fakeFaults string) *target {
 		// every target) and its state file entry.
 		tg.alive = func(t testing.TB, _ string, _ int) []string { return stateIDs(t, root, pLocal) }
 	case pBwrap:
-		base := filepath.Join(root, "tmp", "talkops-bwrap")
+		base := filepath.Join(root, "state", "talkops", "bwrap")
 		tg.alive = func(t testing.TB, _ string, _ int) []string {
 			ents, err := os.ReadDir(base)
 			if err != nil && !os.IsNotExist(err) {

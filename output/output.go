@@ -58,8 +58,10 @@ func (p *progress) emit(e events.Event) {
 	defer p.mu.Unlock()
 	switch e.Type {
 	case events.SyncProgress:
-		if !p.tty && time.Since(p.lastSync) < 5*time.Second {
-			return
+		d, _ := e.Data.(map[string]any)
+		done, _ := d["done"].(bool)
+		if !p.tty && !done && time.Since(p.lastSync) < 5*time.Second {
+			return // the total always shows
 		}
 		p.lastSync = time.Now()
 		line := "  sync: " + e.Message

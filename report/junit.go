@@ -228,7 +228,7 @@ func itemOutput(it result.Item) string {
 		if c.ExitCode != nil {
 			exit = fmt.Sprint(*c.ExitCode)
 		}
-		fmt.Fprintf(&b, "command: %s\nexit code: %s (expected %d)", strings.Join(c.Argv, " "), exit, c.ExpectExit)
+		fmt.Fprintf(&b, "command: %s\nexit code: %s (expected %d)", c.CommandLine(), exit, c.ExpectExit)
 		if c.TimedOut {
 			b.WriteString(", timed out")
 		}

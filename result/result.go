@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/talkops/talkops/internal/fileread"
@@ -146,6 +147,20 @@ type Sync struct {
 	Disabled     bool     `json:"disabled,omitempty"`
 	DisabledWhy  string   `json:"disabled_why,omitempty"`
 	RemoteTarget string   `json:"remote_target,omitempty"`
+	// LeftOut lists the first paths not sent (any reason); LeftOutBy counts all of them
+	// by reason (skip_list, gitignore, exclude, secret, too_large, symlink_outside,
+	// special).
+	LeftOut   []LeftOut      `json:"left_out,omitempty"`
+	LeftOutBy map[string]int `json:"left_out_by_reason,omitempty"`
+	// GitTracked: the project is a git work tree, and every tracked file was sent
+	// (secrets and exclude patterns aside); the skip list applied to untracked files.
+	GitTracked bool `json:"git_tracked,omitempty"`
+}
+
+// LeftOut is one path the workspace sync did not send.
+type LeftOut struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // Setup records the setup script.
@@ -247,6 +262,23 @@ type Check struct {
 	TimedOut   bool     `json:"timed_out,omitempty"`
 	StdoutTail string   `json:"stdout_tail,omitempty"`
 	StderrTail string   `json:"stderr_tail,omitempty"`
+}
+
+// CommandLine is the check's argv as a shell command line, each argument quoted when
+// the shell would otherwise split or expand it, so that it can be copied and run.
+func (c *Check) CommandLine() string {
+	parts := make([]string, len(c.Argv))
+	for i, a := range c.Argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r == '=' || r == ',' || r == '@' || r == '+' || r == '%' ||
+				(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
+		}) < 0 {
+			parts[i] = a
+			continue
+		}
+		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(parts, " ")
 }
 
 // Judge records a judged criterion's votes and the evidence it saw.

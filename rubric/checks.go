@@ -119,6 +119,20 @@ func (c Checker) runOne(ctx context.Context, sb providers.Sandbox, r *Rubric, ch
 	sink.Emit(events.Event{Time: time.Now(), Type: events.CheckStarted, Stage: stage,
 		Message: "check " + ch.ID, Data: CheckEvent{ID: ch.ID, Title: ch.Title, Argv: it.Check.Argv}})
 
+	if ch.ParseFile != "" {
+		// A report left by an earlier run must not pass for this one's: without it, a
+		// tool that fails before writing leaves no file, and that is what gets reported.
+		if res, err := sb.Exec(ctx, providers.Cmd{Argv: []string{"rm", "-f", "--", ch.ParseFile}, Timeout: time.Minute}); err != nil || res.ExitCode != 0 {
+			why := fmt.Sprintf("exit %d: %s", res.ExitCode, strings.TrimSpace(tail(res.Stderr, 200)))
+			if err != nil {
+				why = err.Error()
+			}
+			it.Status = result.StatusError
+			it.Reason = c.redact(fmt.Sprintf("could not remove the previous parse_file %s before the check: %s", ch.ParseFile, why))
+			c.finished(sink, ch, it)
+			return it
+		}
+	}
 	cmd := ch.Cmd()
 	cmd.OutputLimit = captureBytes
 	if ch.Parse != "" && ch.ParseFile == "" {
@@ -156,6 +170,11 @@ func (c Checker) runOne(ctx context.Context, sb providers.Sandbox, r *Rubric, ch
 			it.Reason = fmt.Sprintf("timed out after %s", ch.Timeout)
 		case code == ch.ExpectExit:
 			it.Status = result.StatusPass
+		case code == 126 || code == 127:
+			// The shell's "not executable" and "not found": the instrument is missing,
+			// which says nothing about the project.
+			it.Status = result.StatusError
+			it.Reason = fmt.Sprintf("exit code %d: the command was not found or is not executable, so the check could not run", code)
 		default:
 			it.Status = result.StatusFail
 			it.Reason = fmt.Sprintf("exit code %d, expected %d", code, ch.ExpectExit)

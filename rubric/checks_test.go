@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,8 +51,9 @@ func TestRunChecks(t *testing.T) {
 	code := func(c int) *int { return &c }
 	tests := []struct {
 		name  string
-		check string // a [[check]] body without id
-		files map[string][]byte
+		check string            // a [[check]] body without id
+		files map[string][]byte // in the sandbox before the check
+		write map[string][]byte // written by the check's command
 		res   providers.ExecResult
 		err   error
 		want  summary
@@ -74,23 +76,40 @@ func TestRunChecks(t *testing.T) {
 			want: summary{Status: result.StatusFail, Reason: "exit code 1, expected 0", ExitCode: code(1), Findings: 1, Score: &zero}},
 		{name: "unparsable output of a passing check is an error", check: "run = [\"lint\"]\nparse = \"sarif\"", res: providers.ExecResult{Stdout: []byte("no such command: lint")},
 			want: summary{Status: result.StatusError, Reason: "parse sarif output: line 1, column 2: invalid character 'o' in literal null (expecting 'u')", ExitCode: code(0)}},
-		{name: "unparsable output of a failing check is noted", check: "run = [\"lint\"]\nparse = \"sarif\"", res: providers.ExecResult{ExitCode: 127},
-			want: summary{Status: result.StatusFail, Reason: "exit code 127, expected 0; parse sarif output: the output is empty", ExitCode: code(127), Score: &zero}},
+		{name: "unparsable output of a failing check is noted", check: "run = [\"lint\"]\nparse = \"sarif\"", res: providers.ExecResult{ExitCode: 3},
+			want: summary{Status: result.StatusFail, Reason: "exit code 3, expected 0; parse sarif output: the output is empty", ExitCode: code(3), Score: &zero}},
+		{name: "command not found is an error", check: `run = ["golangci-lint", "run"]`, res: providers.ExecResult{ExitCode: 127},
+			want: summary{Status: result.StatusError, Reason: "exit code 127: the command was not found or is not executable, so the check could not run", ExitCode: code(127)}},
+		{name: "command not executable is an error", check: `run = ["./lint.sh"]`, res: providers.ExecResult{ExitCode: 126},
+			want: summary{Status: result.StatusError, Reason: "exit code 126: the command was not found or is not executable, so the check could not run", ExitCode: code(126)}},
+		{name: "127 expected", check: "run = [\"nope\"]\nexpect_exit = 127", res: providers.ExecResult{ExitCode: 127},
+			want: summary{Status: result.StatusPass, ExitCode: code(127), Score: &one}},
 		{name: "parse_file", check: "run = [\"lint\"]\nparse = \"sarif\"\nparse_file = \"reports/lint.sarif\"",
-			files: map[string][]byte{"reports/lint.sarif": []byte(sarifOneResult)}, res: providers.ExecResult{Stdout: []byte("not json")},
+			write: map[string][]byte{"reports/lint.sarif": []byte(sarifOneResult)}, res: providers.ExecResult{Stdout: []byte("not json")},
 			want: summary{Status: result.StatusPass, ExitCode: code(0), Findings: 1, Score: &one}},
 		{name: "missing parse_file", check: "run = [\"lint\"]\nparse = \"sarif\"\nparse_file = \"reports/lint.sarif\"",
 			want: summary{Status: result.StatusError, Reason: "read parse_file reports/lint.sarif: download reports/lint.sarif: file does not exist", ExitCode: code(0)}},
+		{name: "stale parse_file from an earlier run is not read", check: "run = [\"lint\"]\nparse = \"sarif\"\nparse_file = \"reports/lint.sarif\"",
+			files: map[string][]byte{"reports/lint.sarif": []byte(sarifOneResult)}, res: providers.ExecResult{ExitCode: 2},
+			want: summary{Status: result.StatusFail, Reason: "exit code 2, expected 0; read parse_file reports/lint.sarif: download reports/lint.sarif: file does not exist", ExitCode: code(2), Score: &zero}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := mustParseTOML(t, "name = \"gate\"\n[[check]]\nid = \"c\"\n"+tt.check+"\n")
-			sb := &fakeSandbox{files: tt.files, exec: func(context.Context, providers.Cmd) (providers.ExecResult, error) {
+			sb := &fakeSandbox{files: map[string][]byte{}}
+			maps.Copy(sb.files, tt.files)
+			sb.exec = func(context.Context, providers.Cmd) (providers.ExecResult, error) {
+				sb.mu.Lock()
+				maps.Copy(sb.files, tt.write)
+				sb.mu.Unlock()
 				return tt.res, tt.err
-			}}
+			}
 			rec := &recorder{}
 			items := RunChecks(t.Context(), sb, r, rec)
+			if r.Checks[0].ParseFile != "" {
+				sb.calls = sb.calls[1:] // the removal of an earlier run's parse_file
+			}
 			tt.want.ID = "c"
 			if diff := cmp.Diff([]summary{tt.want}, summarize(items)); diff != "" {
 				t.Errorf("RunChecks mismatch (-want +got):\n%s", diff)

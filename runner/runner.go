@@ -522,8 +522,13 @@ func (r *run) recordIteration(ev Evaluation) {
 	rb.Counts = result.CountItems(ev.Iteration.Items)
 	r.iterFindings = ev.Findings
 	r.res.Findings = r.findings()
-	score := ev.Iteration.Score
-	r.res.Score = &score
+	// A score only means something when an item passed or failed: with nothing
+	// evaluated (every item an error, an interrupt) the score stays empty.
+	r.res.Score = nil
+	if rb.Counts.Pass+rb.Counts.Fail > 0 {
+		score := ev.Iteration.Score
+		r.res.Score = &score
+	}
 }
 
 func (r *run) findings() []result.Finding {

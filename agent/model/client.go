@@ -22,6 +22,9 @@ type provider struct {
 	wire string
 	// keyEnv is the environment variable holding the API key ("" = none needed).
 	keyEnv string
+	// baseURLEnv is the environment variable the official SDKs read a base URL from
+	// (gateways and proxies set it); an explicit base URL wins.
+	baseURLEnv string
 	// keyOptional: a missing key is fine (local servers).
 	keyOptional bool
 	// baseURL is the default endpoint ("" = the SDK's).
@@ -35,8 +38,8 @@ type provider struct {
 // providers lists the providers New accepts. Every OpenAI-compatible server works with
 // "openai" and a base URL; the others are shorthands with the right defaults.
 var providers = map[string]provider{
-	"anthropic":  {wire: wireAnthropic, keyEnv: "ANTHROPIC_API_KEY", defaultModel: "claude-sonnet-4-5"},
-	"openai":     {wire: wireOpenAI, keyEnv: "OPENAI_API_KEY", defaultModel: "gpt-4.1"},
+	"anthropic":  {wire: wireAnthropic, keyEnv: "ANTHROPIC_API_KEY", baseURLEnv: "ANTHROPIC_BASE_URL", defaultModel: "claude-sonnet-4-5"},
+	"openai":     {wire: wireOpenAI, keyEnv: "OPENAI_API_KEY", baseURLEnv: "OPENAI_BASE_URL", defaultModel: "gpt-4.1"},
 	"openrouter": {wire: wireOpenAI, keyEnv: "OPENROUTER_API_KEY", baseURL: "https://openrouter.ai/api/v1"},
 	"azure":      {wire: wireOpenAI, keyEnv: "AZURE_OPENAI_API_KEY", needsBaseURL: true},
 	"ollama":     {wire: wireOpenAI, keyEnv: "OLLAMA_API_KEY", keyOptional: true, baseURL: "http://127.0.0.1:11434/v1"},
@@ -167,6 +170,9 @@ func inferProvider(name string) string {
 // WithKeyEnv). With spec "", the provider follows the key that is present (Anthropic
 // first). Errors wrap ErrNoCredentials or ErrBadSpec, both usage errors.
 //
+// With baseURL "", ANTHROPIC_BASE_URL or OPENAI_BASE_URL (from getenv) is used for
+// those providers, as the official SDKs do.
+//
 // An "openai" model with a non-default base URL may run without a key (vLLM, LiteLLM
 // without auth); the base URL of an OpenAI-compatible server usually ends in "/v1".
 func New(spec, baseURL string, getenv func(string) string, opts ...Option) (Model, error) {
@@ -212,6 +218,9 @@ func New(spec, baseURL string, getenv func(string) string, opts ...Option) (Mode
 	p := providers[s.Provider]
 
 	baseURL = strings.TrimSpace(baseURL)
+	if baseURL == "" && p.baseURLEnv != "" {
+		baseURL = strings.TrimSpace(getenv(p.baseURLEnv))
+	}
 	if baseURL == "" {
 		baseURL = p.baseURL
 	}

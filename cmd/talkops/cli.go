@@ -90,6 +90,7 @@ func (a *app) main(ctx context.Context, args []string) (err error) {
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(kongExit{code}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
+		kong.Help(helpWithRunFlags),
 		helpVars(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(a),
@@ -138,7 +139,11 @@ func normalizeArgs(args []string, plugins ...string) []string {
 			out = append(out, arg)
 			continue
 		}
-		if i+1 < len(args) && (isProviderName(args[i+1]) || slices.Contains(plugins, args[i+1])) {
+		if i+1 < len(args) && (isProviderName(args[i+1]) || slices.Contains(plugins, args[i+1]) ||
+			config.Suggest(args[i+1], append(providerNames(), plugins...)) != "") {
+			// A provider name, or a typo of one ("dokcer"): the value, which config
+			// then rejects with a did-you-mean instead of running the default provider
+			// on a one-word prompt.
 			out = append(out, "--sandbox="+args[i+1])
 			i++
 			continue
@@ -151,6 +156,24 @@ func normalizeArgs(args []string, plugins ...string) []string {
 func isProviderName(s string) bool {
 	_, ok := providerMakers[s]
 	return ok
+}
+
+// helpWithRunFlags is kong's help, and at the top level also the run command's: run is
+// the default command, and `talkops -p ...` is how it is used.
+func helpWithRunFlags(o kong.HelpOptions, kctx *kong.Context) error {
+	if err := kong.DefaultHelpPrinter(o, kctx); err != nil {
+		return err
+	}
+	if kctx.Selected() != nil {
+		return nil
+	}
+	runCtx, err := kong.Trace(kctx.Kong, []string{"run"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(kctx.Stdout, "\nThe default command, run (talkops [run] [flags] [PROMPT...]):")
+	fmt.Fprintln(kctx.Stdout)
+	return kong.DefaultHelpPrinter(o, runCtx)
 }
 
 // setFlags returns the flags the user gave, by name.

@@ -298,6 +298,7 @@ func TestBareSandboxFlag(t *testing.T) {
 		{[]string{"--sandbox", "bwrap", "-q"}, []string{"--sandbox=bwrap", "-q"}},
 		{[]string{"--sandbox", "-q"}, []string{"--sandbox=" + sandboxBare, "-q"}},
 		{[]string{"--sandbox", "not-a-provider"}, []string{"--sandbox=" + sandboxBare, "not-a-provider"}},
+		{[]string{"--sandbox", "dokcer"}, []string{"--sandbox=dokcer"}},
 		{[]string{"--", "--sandbox"}, []string{"--", "--sandbox"}},
 	}
 	for _, tc := range tests {

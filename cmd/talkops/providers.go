@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -95,8 +93,9 @@ var providerMakers = map[string]providerMaker{
 			return nil, capabilities{}, err
 		}
 		opts.WorkingDir = workingDir(cfg, bwrap.Name)
-		// Sandboxes live under the TMPDIR this run was given (one place for ls and gc).
-		opts.StateDir = filepath.Join(cmpOr(getenv("TMPDIR"), os.TempDir()), "talkops-bwrap")
+		// Sandboxes live next to the ledger: per user and per state root, so ls and gc
+		// see this user's sandboxes and never another user's or another root's.
+		opts.StateDir = state.ProviderDir(getenv, bwrap.Name)
 		if err := opts.Validate(); err != nil {
 			return nil, capabilities{}, usageErr(err)
 		}
@@ -114,6 +113,9 @@ func lookupProvider(cfg *config.Config, name string, getenv func(string) string)
 	valid = append(valid, configuredPlugins(cfg)...)
 	newProvider, ok := providerMakers[name]
 	if !ok || !slices.Contains(valid, name) {
+		if near := config.Suggest(name, valid); near != "" {
+			return nil, usagef("unknown sandbox provider %q, did you mean %s? (valid: %s)", name, near, strings.Join(valid, ", "))
+		}
 		return nil, usagef("unknown sandbox provider %q (valid: %s)", name, strings.Join(valid, ", "))
 	}
 	return newProvider, nil

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/talkops/talkops/changeset"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/workspace"
 	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/runner"
@@ -25,7 +28,8 @@ type rubricRunner struct {
 	sink    events.Sink
 	// host is the run's host-side workspace record (nil in a checks-only run): the
 	// judge's diff and the protected-path comparison come from it, never from the sandbox.
-	host *changeset.Recorder
+	host    *changeset.Recorder
+	leftOut []result.LeftOut // what the workspace sync left out (listed part)
 }
 
 var _ runner.Rubric = (*rubricRunner)(nil)
@@ -58,6 +62,7 @@ func (c *rubricRunner) Evaluate(ctx context.Context, sb providers.Sandbox, in ru
 		ev.Agent = func(int) rubric.AgentRecord { return rubric.AgentRecord{Prompt: in.Prompt} }
 	}
 	it := ev.Evaluate(ctx, in.Iteration)
+	c.warnLeftOut(&it, in.Sink)
 	out := runner.Evaluation{Iteration: it}
 	for _, item := range it.Items {
 		out.Findings = append(out.Findings, item.Findings...)
@@ -66,6 +71,42 @@ func (c *rubricRunner) Evaluate(ctx context.Context, sb providers.Sandbox, in ru
 		out.Revision = rubric.RevisionMessage(c.r, it)
 	}
 	return out, nil
+}
+
+// warnLeftOut flags failing checks whose output names a path the workspace sync left
+// out: the likely cause of the failure is the sync, not the project. The note goes into
+// the item's reason (result.json and every report) and a warning event.
+func (c *rubricRunner) warnLeftOut(it *result.Iteration, sink events.Sink) {
+	if len(c.leftOut) == 0 || it == nil {
+		return
+	}
+	paths := make([]string, len(c.leftOut))
+	reasons := map[string]string{}
+	for i, l := range c.leftOut {
+		paths[i], reasons[l.Path] = l.Path, l.Reason
+	}
+	for i := range it.Items {
+		item := &it.Items[i]
+		if item.Check == nil || item.Status != result.StatusFail && item.Status != result.StatusError {
+			continue
+		}
+		named := workspace.Referenced(item.Check.StdoutTail+"\n"+item.Check.StderrTail, paths)
+		if len(named) == 0 {
+			continue
+		}
+		var parts []string
+		for _, p := range named {
+			parts = append(parts, fmt.Sprintf("%s (%s)", p, reasons[p]))
+		}
+		note := fmt.Sprintf("its output names %s, left out of the sandbox by the workspace sync; add it to [sandboxes.sync] include if the check needs it",
+			strings.Join(parts, ", "))
+		item.Reason = strings.TrimSpace(item.Reason + "; " + note)
+		item.Reason = strings.TrimPrefix(item.Reason, "; ")
+		if sink != nil {
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageRubric,
+				Message: "check " + item.ID + " failed and " + note})
+		}
+	}
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

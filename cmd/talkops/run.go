@@ -134,7 +134,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	}
 	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
-	secrets := report.SecretsFromEnv(a.getenv, cfg.Redact.Env...)
+	secrets := append(report.SecretsFromEnv(a.getenv, cfg.Redact.Env...), passedValues(cfg, a.getenv)...)
 	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets}
 
 	sinks := []events.Sink{}
@@ -269,6 +269,9 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 		}
 		rr = &rubricRunner{r: rb, checker: rubric.Checker{Redact: redactor.Redact}, sink: sink,
 			maxIter: int(cfg.Rubric.MaxIterations)}
+		if prompt == "" {
+			rr.maxIter = 1 // no agent can revise: a failed evaluation is final, never needs_revision
+		}
 		if len(rb.Criteria) > 0 {
 			if rr.judge, err = c.newJudge(cfg, rb, agentModel, agentSpec, a.getenv, redactor.Redact, sink); err != nil {
 				return err
@@ -327,13 +330,18 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, s
 			name, cfg.Source("sandboxes.sandbox_id"))
 	}
 	opts.Spec = sandboxSpec(opts.RunID, cfg, snapshot)
+	opts.Spec.Env = sandboxEnv(cfg, a.getenv)
 	if cfg.Sandbox.SetupScript != "" {
 		if opts.SetupScript, err = runner.LoadSetupScript(cfg.Sandbox.SetupScript); err != nil {
 			return err
 		}
 	}
 	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
-		opts.Sync = syncer(cfg)
+		var synced func(*result.Sync)
+		if rr, ok := opts.Rubric.(*rubricRunner); ok {
+			synced = func(s *result.Sync) { rr.leftOut = s.LeftOut }
+		}
+		opts.Sync = syncer(cfg, synced)
 	}
 	return nil
 }
@@ -377,8 +385,41 @@ func sandboxSpec(runID string, cfg *config.Config, snapshot string) providers.Sp
 	}
 }
 
-// syncer uploads the project with the sync engine, reporting progress as events.
-func syncer(cfg *config.Config) runner.Syncer {
+// sandboxEnv is what every sandbox command gets on top of the provider's base
+// environment: [sandboxes] env, then the host values of [sandboxes] pass_env (a
+// variable unset on the host is left out).
+func sandboxEnv(cfg *config.Config, getenv func(string) string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range cfg.Sandbox.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for _, k := range cfg.Sandbox.PassEnv {
+		if v := getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	if len(env) == 0 {
+		return nil
+	}
+	return env
+}
+
+// passedValues are the host values pass_env brings into the sandbox: they are masked
+// like secrets wherever talkops publishes text.
+func passedValues(cfg *config.Config, getenv func(string) string) []string {
+	var out []string
+	for _, k := range cfg.Sandbox.PassEnv {
+		if v := getenv(k); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// syncer uploads the project with the sync engine, reporting progress as events, and
+// hands what it sent to synced (when not nil).
+func syncer(cfg *config.Config, synced func(*result.Sync)) runner.Syncer {
 	syncOpts := workspace.Options{
 		Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize,
 	}
@@ -391,7 +432,18 @@ func syncer(cfg *config.Config) runner.Syncer {
 				Data:    map[string]any{"files": s.Files, "bytes": s.Bytes, "bytes_sent": s.BytesSent}})
 		}
 		stats, err := workspace.Sync(ctx, sb, root, "", o)
-		return stats.Result(), err
+		if err == nil {
+			// The total: throttled views (CI logs) may have shown only a count from the
+			// middle of the sync.
+			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: runner.StageSync,
+				Message: fmt.Sprintf("%d files, %s, done", stats.Files, humanBytes(stats.BytesSent)),
+				Data:    map[string]any{"files": stats.Files, "bytes": stats.Bytes, "bytes_sent": stats.BytesSent, "done": true}})
+		}
+		rec := stats.Result()
+		if synced != nil {
+			synced(rec)
+		}
+		return rec, err
 	}
 }
 

@@ -693,6 +693,21 @@ func TestCreateErrors(t *testing.T) {
 	}
 }
 
+// goRoot is a host directory that has a bin subdirectory: the Go installation.
+func goRoot() string { return filepath.Dir(filepath.Dir(runtimeGOROOTBin())) }
+
+func runtimeGOROOTBin() string {
+	p, err := exec.LookPath("go")
+	if err != nil {
+		return "/usr/bin/x"
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return p
+	}
+	return real
+}
+
 func TestOptionsResolve(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -700,10 +715,13 @@ func TestOptionsResolve(t *testing.T) {
 		opts Options
 		want resolved
 	}{
-		{"defaults", Options{}, resolved{memory: 2 << 30, pids: DefaultPids, workDir: "/workspace", limits: LimitsAuto}},
-		{"explicit", Options{Memory: "512MiB", Pids: 10, CPUSeconds: 3, WorkingDir: "/src", Limits: LimitsRlimit, Network: true},
-			resolved{network: true, memory: 512 << 20, memorySet: true, pids: 10, cpuSeconds: 3, workDir: "/src", limits: LimitsRlimit}},
-		{"unlimited", Options{Memory: "0", Pids: -1}, resolved{workDir: "/workspace", limits: LimitsAuto}},
+		{"defaults", Options{}, resolved{memory: 2 << 30, pids: DefaultPids, workDir: "/workspace", limits: LimitsAuto, path: DefaultPath}},
+		{"explicit", Options{Memory: "512MiB", Pids: 10, CPUSeconds: 3, WorkingDir: "/src", Limits: LimitsRlimit, Network: true, Path: "/opt/bin:/usr/bin"},
+			resolved{network: true, memory: 512 << 20, memorySet: true, pids: 10, cpuSeconds: 3, workDir: "/src", limits: LimitsRlimit, path: "/opt/bin:/usr/bin"}},
+		{"unlimited", Options{Memory: "0", Pids: -1}, resolved{workDir: "/workspace", limits: LimitsAuto, path: DefaultPath}},
+		{"ro_binds put their bin directories on PATH", Options{ReadOnlyBinds: []string{goRoot(), "/nonexistent-talkops-bind"}},
+			resolved{memory: 2 << 30, pids: DefaultPids, workDir: "/workspace", limits: LimitsAuto,
+				roBinds: []string{goRoot(), "/nonexistent-talkops-bind"}, path: goRoot() + "/bin:" + DefaultPath}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,9 @@ const (
 	DefaultWorkingDir = "/workspace"
 	DefaultMemory     = "2g"
 	DefaultPids       = 1024
+	// DefaultPath is PATH inside the sandbox when Options.Path is "" (after the
+	// ro_binds' bin directories).
+	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	// HomeDir is the sandbox user's home directory. It is private to the sandbox and
 	// persists between commands, like /tmp and the working directory.
 	HomeDir = "/home/sandbox"
@@ -62,12 +66,18 @@ type Options struct {
 	// Limits picks how limits are enforced: LimitsAuto (""), LimitsCgroup, LimitsRlimit
 	// or LimitsNone.
 	Limits string `toml:"limits"`
+	// Path is PATH inside the sandbox, a colon-separated list of absolute directories.
+	// "" means the bin directory of every ReadOnlyBinds entry that has one (so
+	// ro_binds = ["/usr/local/go"] finds gofmt), then DefaultPath. Spec.Env and
+	// Cmd.Env may still set PATH. (Trust: safe: a literal that only changes the inside
+	// of the sandbox.)
+	Path string `toml:"path" trust:"safe"`
 
 	// Bwrap is the bwrap binary; "" looks "bwrap" up on PATH.
 	Bwrap string `toml:"-"`
 	// StateDir holds one directory per sandbox (its workspace, /tmp and home); ""
-	// means $TMPDIR/talkops-bwrap. Sandboxes left behind by a killed run are found
-	// here by List.
+	// means $TMPDIR/talkops-bwrap. The CLI passes state.ProviderDir, a per-user root
+	// next to the ledger. Sandboxes left behind by a killed run are found here by List.
 	StateDir string `toml:"-"`
 }
 
@@ -82,6 +92,7 @@ type resolved struct {
 	workDir    string
 	roBinds    []string
 	limits     string
+	path       string // PATH inside the sandbox
 	bwrap      string
 	stateDir   string
 }
@@ -153,6 +164,9 @@ func (o Options) resolveRaw() (resolved, error) {
 		}
 		r.roBinds = append(r.roBinds, filepath.Clean(b))
 	}
+	if r.path, err = sandboxPath(o.Path, r.roBinds); err != nil {
+		return r, err
+	}
 	switch r.limits {
 	case "":
 		r.limits = LimitsAuto
@@ -162,6 +176,27 @@ func (o Options) resolveRaw() (resolved, error) {
 			o.Limits, LimitsAuto, LimitsCgroup, LimitsRlimit, LimitsNone)
 	}
 	return r, nil
+}
+
+// sandboxPath is PATH inside the sandbox: the path option, checked, or the bin
+// directories of the read-only binds (those that exist on the host) before DefaultPath.
+func sandboxPath(option string, roBinds []string) (string, error) {
+	if option != "" {
+		for _, dir := range strings.Split(option, ":") {
+			if !path.IsAbs(dir) {
+				return "", fmt.Errorf("bwrap option path = %q: entry %q: want absolute directories separated by ':', e.g. %q", option, dir, "/usr/local/go/bin:"+DefaultPath)
+			}
+		}
+		return option, nil
+	}
+	var dirs []string
+	for _, b := range roBinds {
+		bin := filepath.Join(b, "bin")
+		if fi, err := os.Stat(bin); err == nil && fi.IsDir() {
+			dirs = append(dirs, bin)
+		}
+	}
+	return strings.Join(append(dirs, DefaultPath), ":"), nil
 }
 
 // checkSandboxDir validates a working directory inside the sandbox: absolute, clean and

@@ -26,9 +26,6 @@ import (
 // sandboxUID is the uid and gid commands run as inside the sandbox.
 const sandboxUID = 1000
 
-// basePath is PATH inside the sandbox unless Spec.Env or Cmd.Env sets one.
-const basePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 // Sandbox is one bwrap sandbox: a host directory with the workspace, /tmp and home.
 type Sandbox struct {
 	id     string
@@ -263,7 +260,7 @@ func (s *Sandbox) profile(dir string) []string {
 // in the host's process list.
 func (s *Sandbox) environ(extra map[string]string) []string {
 	env := map[string]string{
-		"PATH": basePath, "HOME": HomeDir, "USER": "sandbox", "LOGNAME": "sandbox",
+		"PATH": s.opts.path, "HOME": HomeDir, "USER": "sandbox", "LOGNAME": "sandbox",
 		"LANG": "C.UTF-8", "TMPDIR": "/tmp",
 	}
 	for k, v := range s.env {

@@ -52,6 +52,11 @@ type Options struct {
 	User string `toml:"user" trust:"safe"`
 	// Pull is PullMissing (""), PullNever or PullAlways.
 	Pull string `toml:"pull" trust:"safe"`
+	// Path is PATH for commands, colon-separated absolute directories; "" keeps the
+	// image's own PATH (a golang image finds go and gofmt). Spec.Env and Cmd.Env may
+	// still set PATH. (Trust: safe: a literal that only changes the inside of the
+	// container.)
+	Path string `toml:"path" trust:"safe"`
 
 	// Client talks to the engine; nil means a client from the environment
 	// (DOCKER_HOST, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY) with API version negotiation.
@@ -67,6 +72,7 @@ type resolved struct {
 	workDir string
 	user    string
 	pull    string
+	path    string
 }
 
 // Validate reports the first invalid option, naming the key and what would be valid.
@@ -85,7 +91,14 @@ func (o Options) resolve() (resolved, error) {
 }
 
 func (o Options) resolveRaw() (resolved, error) {
-	r := resolved{image: o.Image, network: o.Network, pids: o.Pids, workDir: o.WorkingDir, user: o.User, pull: o.Pull}
+	r := resolved{image: o.Image, network: o.Network, pids: o.Pids, workDir: o.WorkingDir, user: o.User, pull: o.Pull, path: o.Path}
+	if r.path != "" {
+		for _, dir := range strings.Split(r.path, ":") {
+			if !path.IsAbs(dir) {
+				return r, fmt.Errorf("docker option path = %q: entry %q: want absolute directories separated by ':', e.g. %q", o.Path, dir, "/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin")
+			}
+		}
+	}
 	if r.image == "" {
 		r.image = DefaultImage
 	}

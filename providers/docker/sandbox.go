@@ -39,10 +39,6 @@ import (
 // their own session or were re-parented to PID 1.
 const execTokenVar = "TALKOPS_EXEC_ID"
 
-// basePath is PATH for commands unless Spec.Env or Cmd.Env sets one; images set their
-// own in the container config, but exec's Env replaces nothing, so keep a sane default.
-const basePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 // Sandbox is one container.
 type Sandbox struct {
 	cli   *client.Client
@@ -120,7 +116,12 @@ func (s *Sandbox) Exec(ctx context.Context, c providers.Cmd) (providers.ExecResu
 }
 
 func (s *Sandbox) environ(extra map[string]string, token string) []string {
-	env := map[string]string{"PATH": basePath}
+	// An exec inherits the container's environment, so without the path option PATH
+	// is the image's own (the engine supplies a default when the image sets none).
+	env := map[string]string{}
+	if s.opts.path != "" {
+		env["PATH"] = s.opts.path
+	}
 	for k, v := range s.env {
 		env[k] = v
 	}

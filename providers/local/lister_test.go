@@ -207,7 +207,7 @@ func TestDefaultStateDir(t *testing.T) {
 	}{
 		{"XDG", map[string]string{"XDG_STATE_HOME": "/x/state", "HOME": "/home/ci"}, "/x/state/talkops/local"},
 		{"Home", map[string]string{"HOME": "/home/ci"}, "/home/ci/.local/state/talkops/local"},
-		{"TMPDIR", map[string]string{"TMPDIR": "/run/tmp"}, "/run/tmp/talkops-local"},
+		{"TMPDIR", map[string]string{"TMPDIR": "/run/tmp"}, "/run/tmp/talkops-" + strconv.Itoa(os.Getuid()) + "/local"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package local
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -41,14 +40,10 @@ const (
 // reapWait bounds how long Delete waits for killed process groups to disappear.
 const reapWait = 5 * time.Second
 
-// DefaultStateDir is the state directory the CLI gives the provider: "local" next to the
-// talkops sandbox ledger (state.DefaultDir), or $TMPDIR/talkops-local when that has no
-// home.
+// DefaultStateDir is the state directory the CLI gives the provider:
+// state.ProviderDir(getenv, "local"), next to the talkops sandbox ledger.
 func DefaultStateDir(getenv func(string) string) string {
-	if d := state.DefaultDir(getenv); d != "" {
-		return filepath.Join(filepath.Dir(d), "local")
-	}
-	return filepath.Join(cmp.Or(getenv("TMPDIR"), os.TempDir()), "talkops-local")
+	return state.ProviderDir(getenv, Name)
 }
 
 // sandboxRecord is <state>/<id>/sandbox.json, written by Create and removed by Close.

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -49,6 +50,23 @@ func DefaultDir(getenv func(string) string) string {
 		return filepath.Join(h, ".local", "state", "talkops", "sandboxes")
 	}
 	return ""
+}
+
+// ProviderDir returns where a provider that keeps sandboxes on this host (local's process
+// records, bwrap's sandbox directories) keeps them: a sibling of the ledger,
+// DefaultDir/../<provider>, so everything one user (or one test, with its own
+// XDG_STATE_HOME) creates lives under one root and nothing is shared with other users
+// or other roots. Without a usable XDG_STATE_HOME or HOME it is
+// $TMPDIR/talkops-<uid>/<provider>, still per user.
+func ProviderDir(getenv func(string) string, provider string) string {
+	if d := DefaultDir(getenv); d != "" {
+		return filepath.Join(filepath.Dir(d), provider)
+	}
+	tmp := getenv("TMPDIR")
+	if !filepath.IsAbs(tmp) {
+		tmp = os.TempDir()
+	}
+	return filepath.Join(tmp, "talkops-"+strconv.Itoa(os.Getuid()), provider)
 }
 
 // FileName returns the name of the file that holds the entry for provider and id:

@@ -4,8 +4,11 @@ package workspace
 
 import (
 	stdgzip "compress/gzip"
+	"context"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -66,4 +69,41 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPackGitTracked measures what the tracked-file rule costs: the same tree (this
+// repository) packed as a git work tree (git ls-files, then a binary search per entry)
+// and with the rule off (every path gets every rule, as outside git).
+//
+//	go test -run=NONE -bench=PackGitTracked -benchmem -count=5 ./providers/workspace/
+func BenchmarkPackGitTracked(b *testing.B) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		b.Skip("not run from a git checkout")
+	}
+	defer func(orig func(context.Context, string) ([]string, error)) { listTracked = orig }(listTracked)
+	for _, mode := range []struct {
+		name string
+		list func(context.Context, string) ([]string, error)
+	}{
+		{"git", gitTracked},
+		{"no-git", func(context.Context, string) ([]string, error) { return nil, nil }},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			listTracked = mode.list
+			var out discardCounter
+			var stats Stats
+			for b.Loop() {
+				s, err := Pack(b.Context(), root, Options{}, &out)
+				if err != nil {
+					b.Fatal(err)
+				}
+				stats = s
+			}
+			b.ReportMetric(float64(stats.Files), "files")
+		})
+	}
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // SkipDirs are the directory names never synced, at any depth, unless an include pattern
-// names them. It is the documented list minus "tests", which projects need in the sandbox.
+// names them or (in a git work tree) they hold tracked files. It is the documented list
+// minus "tests", which projects need in the sandbox, and minus ".talkops", whose helper
+// scripts rubrics call (its runs/ and tmp/ are skipped instead, see isRunsDir).
 var SkipDirs = []string{
-	".git", ".talkops", ".agents", ".gemini", ".venv", "__pycache__", ".pytest_cache",
+	".git", ".agents", ".gemini", ".venv", "__pycache__", ".pytest_cache",
 	".mypy_cache", "node_modules", "dist", "build", ".terraform", ".terragrunt-cache",
 	"cdk.out", "scratch",
 }
@@ -33,6 +35,12 @@ func isSkippedDir(name string) bool {
 		}
 	}
 	return false
+}
+
+// isRunsDir reports whether rel is talkops's own output or scratch space in the project:
+// .talkops/runs (the default report directory) or .talkops/tmp (the setup scratch).
+func isRunsDir(rel string) bool {
+	return rel == ".talkops/runs" || rel == ".talkops/tmp"
 }
 
 func isSkippedFile(name string) bool {
@@ -205,4 +213,51 @@ func (p includePrefix) mayMatchBelow(dir []string) bool {
 		}
 	}
 	return len(p) > len(dir)
+}
+
+// Referenced returns the paths that text (a command's output) names as a path: the
+// path appears with no name character right before it (a '/' is fine: an import path
+// or an absolute path ends in it) and none right after it (a sentence's final '.' is
+// fine). A single-element path ("build") counts only as the start of a relative path
+// ("build/x", "./build/x"), so neither "go build" nor ".../pkg/build" names it.
+func Referenced(text string, paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p != "" && mentions(text, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func mentions(text, p string) bool {
+	nameChar := func(c byte) bool {
+		return c == '_' || c == '-' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	single := !strings.Contains(p, "/")
+	for i := 0; ; {
+		j := strings.Index(text[i:], p)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(p)
+		var before, after byte
+		if start > 0 {
+			before = text[start-1]
+		}
+		if end < len(text) {
+			after = text[end]
+		}
+		// A trailing '.' ends a sentence; a '.' followed by a name character is an
+		// extension ("build.go" is not "build").
+		afterOK := !nameChar(after) || after == '.' && (end+1 >= len(text) || !nameChar(text[end+1]))
+		ok := !nameChar(before) && afterOK
+		if single {
+			ok = ok && after == '/' && (before != '/' || start >= 2 && text[start-2:start] == "./")
+		}
+		if ok {
+			return true
+		}
+		i = start + 1
+	}
 }

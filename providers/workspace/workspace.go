@@ -6,8 +6,14 @@
 // patterns on the current path and a fixed copy buffer are held. Sync connects Pack to
 // Sandbox.Upload through a pipe, so packing and uploading overlap.
 //
+// In a git work tree the files git tracks are the project: a tracked file, and every
+// directory on the way to one, is sent whatever its name, unless it is a secret or
+// matches Options.Exclude. The skip list and .gitignore decide about untracked paths
+// only. Outside git every path gets every rule.
+//
 // What is left out, in the order it is decided:
-//   - directories named in SkipDirs, at any depth, and files with an extension in SkipExts;
+//   - directories named in SkipDirs, at any depth, the report directory .talkops/runs and
+//     the setup scratch .talkops/tmp, and files with an extension in SkipExts;
 //   - secrets: .env and .env.* (not .env.example, .env.sample, .env.template), private keys
 //     and key stores (id_rsa*, id_ed25519*, id_ecdsa*, id_dsa* except *.pub, *.pem, *.key,
 //     *.p12, *.pfx, *.jks, *.keystore) and credential files (.aws/credentials, .aws/config,
@@ -77,10 +83,39 @@ type Stats struct {
 	// most MaxListed paths; Unlisted counts the ones beyond that.
 	TooLarge, Secrets, SymlinksOutside []string
 	Unlisted                           int
-	Duration                           time.Duration
+	// LeftOut lists the first MaxLeftOutListed paths left out for any reason, in walk
+	// order; LeftOutByReason counts every one of them by reason (Reason* constants).
+	LeftOut         []LeftOut
+	LeftOutByReason map[string]int
+	// GitTracked is set when the project is a git work tree: its tracked files were
+	// sent whatever their folder is called, and the skip list, the skipped extensions
+	// and .gitignore applied to untracked files only.
+	GitTracked bool
+	Duration   time.Duration
 	// Target is the directory inside the sandbox the archive was extracted into (Sync only).
 	Target string
 }
+
+// LeftOut is one path Pack did not send and why.
+type LeftOut struct {
+	Path   string
+	Reason string
+}
+
+// Reasons a path is left out, as LeftOut.Reason and the keys of Stats.LeftOutByReason.
+const (
+	ReasonSkipList  = "skip_list"       // a SkipDirs name, a SkipExts extension or .talkops/runs
+	ReasonGitignore = "gitignore"       // .gitignore or .git/info/exclude
+	ReasonExclude   = "exclude"         // an Options.Exclude pattern
+	ReasonSecret    = "secret"          // withheld for security reasons
+	ReasonTooLarge  = "too_large"       // over the size limit
+	ReasonSymlink   = "symlink_outside" // a link pointing out of the tree
+	ReasonSpecial   = "special"         // a socket, pipe or device
+)
+
+// MaxLeftOutListed bounds Stats.LeftOut: result.json and the summary show the first
+// ones, the counts by reason cover all.
+const MaxLeftOutListed = 50
 
 // MaxListed bounds each path list in Stats, so a tree full of key fixtures cannot bloat
 // result.json.
@@ -99,7 +134,18 @@ func (s Stats) Result() *result.Sync {
 		Secrets:      s.Secrets,
 		Symlinks:     s.SymlinksOutside,
 		RemoteTarget: s.Target,
+		LeftOut:      leftOut(s.LeftOut),
+		LeftOutBy:    s.LeftOutByReason,
+		GitTracked:   s.GitTracked,
 	}
+}
+
+func leftOut(list []LeftOut) []result.LeftOut {
+	var out []result.LeftOut
+	for _, l := range list {
+		out = append(out, result.LeftOut{Path: l.Path, Reason: l.Reason})
+	}
+	return out
 }
 
 // progressEvery is the minimum interval between two Options.Progress calls.
@@ -133,6 +179,10 @@ func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClo
 	}
 	p.tw = tar.NewWriter(gz)
 	p.start, p.lastProgress = start, start
+	if p.tracked, err = listTracked(ctx, p.rootAbs); err != nil {
+		return Stats{}, fmt.Errorf("pack %s: %w", root, err)
+	}
+	p.stats.GitTracked = p.tracked != nil
 	p.sent = &cw.n
 
 	err = p.walkRoot(ctx)
@@ -190,6 +240,7 @@ type packer struct {
 	include, exclude patterns
 	anchored         []includePrefix
 	ignore           patterns // .git/info/exclude, then each .gitignore on the current path
+	tracked          []string // the files git tracks, sorted; nil outside a git work tree
 
 	tw           *tar.Writer
 	buf          []byte
@@ -331,13 +382,15 @@ func (p *packer) entry(ctx context.Context, segs []string, e fs.DirEntry, includ
 	included := len(p.include) > 0 && p.include.match(segs, isDir) == gitignore.Exclude
 	if !included {
 		if !includeOnly {
-			switch p.skip(rel, segs, e.Name(), isDir) {
-			case skipIgnored:
-				p.stats.Ignored++
-			case skipSecret:
-				p.listed(&p.stats.Secrets, rel)
-			default:
+			switch reason := p.skip(rel, segs, e.Name(), isDir); reason {
+			case "":
 				return p.send(ctx, rel, segs, e)
+			case ReasonSecret:
+				p.listed(&p.stats.Secrets, rel)
+				p.leftOut(rel, reason)
+			default:
+				p.stats.Ignored++
+				p.leftOut(rel, reason)
 			}
 		}
 		if isDir && p.mayIncludeBelow(segs) {
@@ -348,37 +401,53 @@ func (p *packer) entry(ctx context.Context, segs []string, e fs.DirEntry, includ
 	return p.send(ctx, rel, segs, e)
 }
 
-type skipReason int
+// leftOut records a path that is not sent.
+func (p *packer) leftOut(rel, reason string) {
+	if p.stats.LeftOutByReason == nil {
+		p.stats.LeftOutByReason = map[string]int{}
+	}
+	p.stats.LeftOutByReason[reason]++
+	if len(p.stats.LeftOut) < MaxLeftOutListed {
+		p.stats.LeftOut = append(p.stats.LeftOut, LeftOut{Path: rel, Reason: reason})
+	}
+}
 
-const (
-	keep skipReason = iota
-	skipIgnored
-	skipSecret
-)
-
-func (p *packer) skip(rel string, segs []string, name string, isDir bool) skipReason {
-	if isDir {
-		if isSkippedDir(name) {
-			return skipIgnored
-		}
-	} else {
-		if isSecret(rel) {
-			return skipSecret
-		}
-		if isSkippedFile(name) {
-			return skipIgnored
+// skip returns why the entry at rel is left out, or "" to send it. In a git work tree a
+// tracked file, or a directory holding one, is the project: only the secret rules and
+// Exclude apply to it. Everything else gets the skip list and .gitignore as well.
+func (p *packer) skip(rel string, segs []string, name string, isDir bool) string {
+	tracked := p.tracked != nil && (isDir && p.hasTrackedBelow(rel) || !isDir && p.isTracked(rel))
+	if !isDir && isSecret(rel) {
+		return ReasonSecret
+	}
+	if !tracked {
+		if isDir && (isSkippedDir(name) || isRunsDir(rel)) || !isDir && isSkippedFile(name) {
+			return ReasonSkipList
 		}
 	}
 	switch p.exclude.match(segs, isDir) {
 	case gitignore.Exclude:
-		return skipIgnored
+		return ReasonExclude
 	case gitignore.Include:
-		return keep // "!pattern" in Exclude re-includes what .gitignore leaves out
+		return "" // "!pattern" in Exclude re-includes what .gitignore leaves out
 	}
-	if p.ignore.match(segs, isDir) == gitignore.Exclude {
-		return skipIgnored
+	if !tracked && p.ignore.match(segs, isDir) == gitignore.Exclude {
+		return ReasonGitignore
 	}
-	return keep
+	return ""
+}
+
+// isTracked reports whether git tracks the file at rel.
+func (p *packer) isTracked(rel string) bool {
+	_, ok := slices.BinarySearch(p.tracked, rel)
+	return ok
+}
+
+// hasTrackedBelow reports whether git tracks a file inside the directory rel.
+func (p *packer) hasTrackedBelow(rel string) bool {
+	prefix := rel + "/"
+	i, _ := slices.BinarySearch(p.tracked, prefix)
+	return i < len(p.tracked) && strings.HasPrefix(p.tracked[i], prefix)
 }
 
 func (p *packer) mayIncludeBelow(dir []string) bool {
@@ -418,6 +487,7 @@ func (p *packer) send(ctx context.Context, rel string, segs []string, e fs.DirEn
 		return p.file(ctx, rel, e)
 	default:
 		p.stats.Ignored++ // socket, pipe, device
+		p.leftOut(rel, ReasonSpecial)
 		return nil
 	}
 }
@@ -439,6 +509,7 @@ func (p *packer) symlink(rel string, e fs.DirEntry) error {
 	}
 	if !p.linkInside(rel, target) {
 		p.listed(&p.stats.SymlinksOutside, rel)
+		p.leftOut(rel, ReasonSymlink)
 		return nil
 	}
 	if err := p.tw.WriteHeader(&tar.Header{
@@ -483,6 +554,7 @@ func (p *packer) file(ctx context.Context, rel string, e fs.DirEntry) error {
 	}
 	if info.Size() > p.maxSize {
 		p.listed(&p.stats.TooLarge, rel)
+		p.leftOut(rel, ReasonTooLarge)
 		return nil
 	}
 	f, err := p.root.OpenFile(rel, os.O_RDONLY|openFlags, 0)
@@ -503,6 +575,7 @@ func (p *packer) file(ctx context.Context, rel string, e fs.DirEntry) error {
 	size := fi.Size()
 	if size > p.maxSize {
 		p.listed(&p.stats.TooLarge, rel)
+		p.leftOut(rel, ReasonTooLarge)
 		return nil
 	}
 	if err := p.tw.WriteHeader(&tar.Header{

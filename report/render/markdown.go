@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -303,7 +304,7 @@ func Details(r *result.Result, red *hygiene.Redactor) []string {
 				if c.TimedOut {
 					d.WriteString(", timed out")
 				}
-				d.WriteString("):\n\n" + fence(strings.Join(c.Argv, " "), detailBytes))
+				d.WriteString("):\n\n" + fence(c.CommandLine(), detailBytes))
 				if c.StdoutTail != "" {
 					d.WriteString("stdout (tail):\n\n" + fence(c.StdoutTail, detailBytes))
 				}
@@ -336,10 +337,42 @@ func Details(r *result.Result, red *hygiene.Redactor) []string {
 		d.WriteString("</details>\n\n")
 		out = append(out, d.String())
 	}
+	if s := r.Sync; s != nil && len(s.LeftOutBy) > 0 {
+		out = append(out, leftOutDetails(s, t))
+	}
 	if r.Agent != nil && r.Agent.FinalAnswer != "" {
 		out = append(out, "<details><summary>Agent's final answer</summary>\n\n"+fence(r.Agent.FinalAnswer, answerBytes)+"</details>\n\n")
 	}
 	return out
+}
+
+// leftOutDetails lists what the workspace sync did not send: counts by reason, then the
+// first paths.
+func leftOutDetails(s *result.Sync, t func(string) string) string {
+	total := 0
+	reasons := make([]string, 0, len(s.LeftOutBy))
+	for reason, n := range s.LeftOutBy {
+		total += n
+		reasons = append(reasons, reason)
+	}
+	slices.Sort(reasons)
+	var d strings.Builder
+	fmt.Fprintf(&d, "<details><summary>Not synced into the sandbox (%d)</summary>\n\n", total)
+	for i, reason := range reasons {
+		if i > 0 {
+			d.WriteString(" · ")
+		}
+		fmt.Fprintf(&d, "%s: %d", hygiene.Inline(t(reason), 40), s.LeftOutBy[reason])
+	}
+	d.WriteString("\n\n")
+	for _, l := range s.LeftOut {
+		fmt.Fprintf(&d, "- %s (%s)\n", hygiene.Inline(t(l.Path), cellBytes), hygiene.Inline(t(l.Reason), 40))
+	}
+	if len(s.LeftOut) < total {
+		fmt.Fprintf(&d, "- … %d more\n", total-len(s.LeftOut))
+	}
+	d.WriteString("\n</details>\n\n")
+	return d.String()
 }
 
 // indent puts a block under a list item.
