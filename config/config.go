@@ -87,6 +87,8 @@ type Sandbox struct {
 	SyncWorkspace bool
 	Image         string
 	Sync          Sync
+	// Caches are preset names and host directories shared with isolating sandboxes.
+	Caches []string
 }
 
 // Sync holds the [sandboxes.sync] settings.

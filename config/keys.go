@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/talkops/talkops/providers/cache"
 )
 
 // Type is the kind of value a Key holds; it decides how the value is parsed from a config
@@ -166,6 +168,16 @@ var keys = []Key{
 		Default: "10MiB",
 		Help:    "files larger than this are not uploaded",
 		field:   func(c *Config) any { return &c.Sandbox.Sync.MaxFileSize },
+	},
+	{
+		// Preset names are safe anywhere; an absolute host directory widens what the
+		// sandbox reads, which makes this key trusted-only for host paths.
+		Name:  "sandboxes.caches",
+		Type:  TypeList,
+		Env:   []string{"TALKOPS_SANDBOX_CACHES"},
+		Help:  "caches shared copy-on-write with isolating sandboxes: go, npm, pip, cargo, maven, gradle, terraform, or absolute host directories",
+		Check: checkCaches,
+		field: func(c *Config) any { return &c.Sandbox.Caches },
 	},
 	{
 		Name:    "run.timeout",
@@ -634,4 +646,14 @@ func formatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// checkCaches validates [sandboxes] caches entries against the presets.
+func checkCaches(v any) error {
+	for _, e := range v.([]string) {
+		if err := cache.Check(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -140,6 +140,15 @@ type Sync struct {
 	Disabled     bool     `json:"disabled,omitempty"`
 	DisabledWhy  string   `json:"disabled_why,omitempty"`
 	RemoteTarget string   `json:"remote_target,omitempty"`
+	// Mode is how the workspace reached the sandbox: "copy" (an archive) or "overlay"
+	// (the project as the read-only lower layer of a copy-on-write workspace).
+	Mode string `json:"mode,omitempty"`
+	// ModeNote says why a sandbox that can layer the project got a copy instead.
+	ModeNote string `json:"mode_note,omitempty"`
+	// Caches are the host caches the sandbox saw; CacheNotes say why others were not
+	// shared.
+	Caches     []string `json:"caches,omitempty"`
+	CacheNotes []string `json:"cache_notes,omitempty"`
 }
 
 // Setup records the setup script.

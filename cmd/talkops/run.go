@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -21,6 +22,7 @@ import (
 	"github.com/talkops/talkops/internal/version"
 	"github.com/talkops/talkops/output"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
 	"github.com/talkops/talkops/providers/workspace"
 	"github.com/talkops/talkops/report"
 	"github.com/talkops/talkops/report/hygiene"
@@ -306,8 +308,13 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, _
 			return err
 		}
 	}
+	caches, cacheNotes, err := cache.Resolve(context.Background(), cfg.Sandbox.Caches, a.getenv)
+	if err != nil {
+		return usagef("[sandboxes] caches (from %s): %v", cfg.Source("sandboxes.caches"), err)
+	}
+	opts.Spec.Caches = caches
 	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
-		opts.Sync = syncer(cfg)
+		opts.Sync = syncer(cfg, cacheNotes)
 	}
 	return nil
 }
@@ -333,8 +340,9 @@ func sandboxSpec(runID string, cfg *config.Config, snapshot string) providers.Sp
 	}
 }
 
-// syncer uploads the project with the sync engine, reporting progress as events.
-func syncer(cfg *config.Config) runner.Syncer {
+// syncer uploads the project with the sync engine, reporting progress as events, and
+// records how the workspace and the shared caches reached the sandbox.
+func syncer(cfg *config.Config, cacheNotes []string) runner.Syncer {
 	syncOpts := workspace.Options{
 		Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize,
 	}
@@ -347,7 +355,25 @@ func syncer(cfg *config.Config) runner.Syncer {
 				Data:    map[string]any{"files": s.Files, "bytes": s.Bytes, "bytes_sent": s.BytesSent}})
 		}
 		stats, err := workspace.Sync(ctx, sb, root, "", o)
-		return stats.Result(), err
+		r := stats.Result()
+		r.CacheNotes = slices.Clone(cacheNotes)
+		if cs, ok := sb.(providers.CacheSharer); ok {
+			shared, notes := cs.SharedCaches()
+			for _, c := range shared {
+				r.Caches = append(r.Caches, c.Name)
+			}
+			r.CacheNotes = append(r.CacheNotes, notes...)
+		} else if len(cfg.Sandbox.Caches) > 0 {
+			r.CacheNotes = append(r.CacheNotes, "caches not shared: the "+cfg.Sandbox.Provider+" provider does not share host caches")
+		}
+		if stats.ModeNote != "" {
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageSync,
+				Message: "workspace copied instead of layered: " + stats.ModeNote})
+		}
+		for _, n := range r.CacheNotes {
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageSync, Message: n})
+		}
+		return r, err
 	}
 }
 

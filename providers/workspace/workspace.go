@@ -80,7 +80,16 @@ type Stats struct {
 	Duration                           time.Duration
 	// Target is the directory inside the sandbox the archive was extracted into (Sync only).
 	Target string
+	// Mode is ModeCopy or ModeOverlay (Sync only); ModeNote says why a sandbox that can
+	// layer the project got a copy.
+	Mode, ModeNote string
 }
+
+// How Sync delivered the workspace.
+const (
+	ModeCopy    = "copy"
+	ModeOverlay = "overlay"
+)
 
 // MaxListed bounds each path list in Stats, so a tree full of key fixtures cannot bloat
 // result.json.
@@ -99,6 +108,8 @@ func (s Stats) Result() *result.Sync {
 		Secrets:      s.Secrets,
 		Symlinks:     s.SymlinksOutside,
 		RemoteTarget: s.Target,
+		Mode:         s.Mode,
+		ModeNote:     s.ModeNote,
 	}
 }
 
@@ -167,6 +178,31 @@ func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClo
 	return p.stats, nil
 }
 
+// plan walks the project at root exactly as Pack does, without reading or writing any
+// file, and returns what Pack would send together with the topmost paths it would leave
+// out (ignored, withheld, too large, links out of the tree, special files), in walk
+// order.
+func plan(ctx context.Context, root string, opts Options) (Stats, []string, error) {
+	start := time.Now()
+	p, err := newPacker(root, opts)
+	if err != nil {
+		return Stats{}, nil, err
+	}
+	defer p.root.Close()
+	var sent int64
+	p.planOnly, p.hidden = true, []string{}
+	p.start, p.lastProgress, p.sent = start, start, &sent
+	err = p.walkRoot(ctx)
+	p.stats.Duration = time.Since(start)
+	if err != nil {
+		return p.stats, nil, fmt.Errorf("plan %s: %w", root, err)
+	}
+	if opts.Progress != nil {
+		opts.Progress(p.stats)
+	}
+	return p.stats, p.hidden, nil
+}
+
 // newCompressor is the gzip writer Pack uses: klauspost/compress at level 1 (BestSpeed)
 // spends about a third less CPU than compress/gzip at level 1 and writes a slightly
 // smaller stream (BENCHMARKS.md, "Workspace sync").
@@ -191,8 +227,12 @@ type packer struct {
 	anchored         []includePrefix
 	ignore           patterns // .git/info/exclude, then each .gitignore on the current path
 
-	tw           *tar.Writer
-	buf          []byte
+	tw  *tar.Writer
+	buf []byte
+	// planOnly walks without writing or reading any file, collecting in hidden the
+	// topmost paths left out (for a copy-on-write layer that must hide them).
+	planOnly     bool
+	hidden       []string
 	stats        Stats
 	sent         *int64
 	start        time.Time
@@ -343,9 +383,17 @@ func (p *packer) entry(ctx context.Context, segs []string, e fs.DirEntry, includ
 		if isDir && p.mayIncludeBelow(segs) {
 			return p.walkDir(ctx, segs, true)
 		}
+		p.omit(rel)
 		return nil
 	}
 	return p.send(ctx, rel, segs, e)
+}
+
+// omit records a path left out, for planOnly walks.
+func (p *packer) omit(rel string) {
+	if p.planOnly {
+		p.hidden = append(p.hidden, rel)
+	}
 }
 
 type skipReason int
@@ -402,6 +450,10 @@ func (p *packer) send(ctx context.Context, rel string, segs []string, e fs.DirEn
 		if err != nil {
 			return fmt.Errorf("stat %s: %w", rel, err)
 		}
+		if p.planOnly {
+			p.stats.Dirs++
+			return p.walkDir(ctx, segs, false)
+		}
 		if err := p.tw.WriteHeader(&tar.Header{
 			Typeflag: tar.TypeDir,
 			Name:     rel + "/",
@@ -418,6 +470,7 @@ func (p *packer) send(ctx context.Context, rel string, segs []string, e fs.DirEn
 		return p.file(ctx, rel, e)
 	default:
 		p.stats.Ignored++ // socket, pipe, device
+		p.omit(rel)
 		return nil
 	}
 }
@@ -439,6 +492,11 @@ func (p *packer) symlink(rel string, e fs.DirEntry) error {
 	}
 	if !p.linkInside(rel, target) {
 		p.listed(&p.stats.SymlinksOutside, rel)
+		p.omit(rel)
+		return nil
+	}
+	if p.planOnly {
+		p.stats.Files++
 		return nil
 	}
 	if err := p.tw.WriteHeader(&tar.Header{
@@ -483,6 +541,12 @@ func (p *packer) file(ctx context.Context, rel string, e fs.DirEntry) error {
 	}
 	if info.Size() > p.maxSize {
 		p.listed(&p.stats.TooLarge, rel)
+		p.omit(rel)
+		return nil
+	}
+	if p.planOnly {
+		p.stats.Files++
+		p.stats.Bytes += info.Size()
 		return nil
 	}
 	f, err := p.root.OpenFile(rel, os.O_RDONLY|openFlags, 0)
