@@ -111,6 +111,8 @@ type Sandbox struct {
 	Env []string
 	// PassEnv names host variables whose values every sandbox command gets.
 	PassEnv []string
+	// Caches are preset names and host directories shared with isolating sandboxes.
+	Caches []string
 }
 
 // Sync holds the [sandboxes.sync] settings.

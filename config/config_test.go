@@ -308,7 +308,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "unknown key",
 			project: "# comment\n\n[sandboxes]\ndefualt = \"docker\"\n",
-			want:    `.talkops/config.toml:4:1: unknown key "sandboxes.defualt" (valid keys: default, provider, sandbox_id, snapshot_name, snapshot, setup_script_path, sync_workspace, sync, image, env, pass_env, providers)`,
+			want:    `.talkops/config.toml:4:1: unknown key "sandboxes.defualt" (valid keys: default, provider, sandbox_id, snapshot_name, snapshot, setup_script_path, sync_workspace, sync, image, env, pass_env, caches, providers)`,
 			line:    4,
 		},
 		{

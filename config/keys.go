@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/talkops/talkops/providers/cache"
 )
 
 // Type is the kind of value a Key holds; it decides how the value is parsed from a config
@@ -122,6 +124,9 @@ type Key struct {
 	// Accumulate joins a list's values from every layer instead of letting the highest
 	// win: for keys that only add (names to redact), a lower layer must not be dropped.
 	Accumulate bool
+	// ProjectCheck, on a Safe key, refuses values only a trusted layer may set (a host
+	// path among preset names, say) when the project file sets them.
+	ProjectCheck func(v any) error
 	// Check is an extra validation of the parsed value (string, bool, time.Duration,
 	// int64 or []string), or nil.
 	Check func(v any) error
@@ -229,6 +234,25 @@ var keys = []Key{
 		Help:  "names of host environment variables passed into every sandbox command; their values are masked in every output",
 		Check: checkEnvNames,
 		field: func(c *Config) any { return &c.Sandbox.PassEnv },
+	},
+	{
+		// Preset names are safe anywhere; an absolute host directory widens what the
+		// sandbox reads, which makes this key trusted-only for host paths.
+		Name:  "sandboxes.caches",
+		Trust: Safe,
+		ProjectCheck: func(v any) error {
+			for _, e := range v.([]string) {
+				if cache.IsHostPath(e) {
+					return fmt.Errorf("%s: a host directory shared with the sandbox is trusted-only (presets such as go or npm are fine)", e)
+				}
+			}
+			return nil
+		},
+		Type:  TypeList,
+		Env:   []string{"TALKOPS_SANDBOX_CACHES"},
+		Help:  "caches shared copy-on-write with isolating sandboxes: go, npm, pip, cargo, maven, gradle, terraform, or absolute host directories",
+		Check: checkCaches,
+		field: func(c *Config) any { return &c.Sandbox.Caches },
 	},
 	{
 		Name:    "run.timeout",
@@ -795,4 +819,14 @@ func formatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// checkCaches validates [sandboxes] caches entries against the presets.
+func checkCaches(v any) error {
+	for _, e := range v.([]string) {
+		if err := cache.Check(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -47,6 +47,11 @@ func checkProjectTrust(project *fileValues, projectDir string) error {
 			return errFrom(s.src, k, fmt.Sprintf("trusted-only key: the project's own config cannot set it, "+
 				"because a pull request could change it to reach credentials or widen access; %s", trustHint), nil)
 		}
+		if k.ProjectCheck != nil {
+			if err := k.ProjectCheck(s.val); err != nil {
+				return errFrom(s.src, k, fmt.Sprintf("%v; %s", err, trustHint), nil)
+			}
+		}
 		path, _ := s.val.(string)
 		if (k.Type != TypePath && k.Type != TypeFile) || path == "" {
 			continue

@@ -72,6 +72,43 @@ type Spec struct {
 	// Env is set in every command's environment. The host's environment is never
 	// forwarded; only what the user named ends up here.
 	Env map[string]string
+	// Caches are host directories to share with the sandbox, each behind a per-sandbox
+	// copy-on-write layer that is discarded with the sandbox. Providers that cannot share
+	// host directories ignore them (see CacheSharer).
+	Caches []Cache
+}
+
+// Cache is a host directory (a package or build cache) shown inside a sandbox at Path.
+// The sandbox's writes land in a layer of its own, so the host copy is never changed and
+// a poisoned cache never reaches the next run.
+type Cache struct {
+	// Name identifies the cache in messages and results ("go-mod", "npm", ...).
+	Name string `json:"name"`
+	// HostDir is the absolute host directory shared read-only as the lower layer.
+	HostDir string `json:"host_dir"`
+	// Path is where the sandbox sees it (absolute).
+	Path string `json:"path"`
+	// Env points the tools at Path inside the sandbox (GOMODCACHE=..., ...).
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// CacheSharer is implemented by sandboxes that honour Spec.Caches. SharedCaches reports
+// which caches are mounted, and why the others are not.
+type CacheSharer interface {
+	SharedCaches() (shared []Cache, notes []string)
+}
+
+// ProjectLayerer is implemented by sandboxes on this machine that can show the project
+// itself as the read-only lower layer of a copy-on-write workspace instead of receiving a
+// copy: nothing is copied at create time, and teardown removes only what the run wrote.
+type ProjectLayerer interface {
+	// LayerProject makes the working directory show the host directory project, with the
+	// paths in hidden (slash-separated, relative to project; a directory hides all below
+	// it) left out. The host directory is never written. It must be called before
+	// anything is written to the working directory. When the machine cannot layer (no
+	// overlay in an unprivileged namespace, say) it returns an error wrapping
+	// ErrNotSupported that says why, and the caller uploads a copy instead.
+	LayerProject(ctx context.Context, project string, hidden []string) error
 }
 
 // Sandbox is one running sandbox. All methods are safe for concurrent use.

@@ -155,6 +155,15 @@ type Sync struct {
 	// GitTracked: the project is a git work tree, and every tracked file was sent
 	// (secrets and exclude patterns aside); the skip list applied to untracked files.
 	GitTracked bool `json:"git_tracked,omitempty"`
+	// Mode is how the workspace reached the sandbox: "copy" (an archive) or "overlay"
+	// (the project as the read-only lower layer of a copy-on-write workspace).
+	Mode string `json:"mode,omitempty"`
+	// ModeNote says why a sandbox that can layer the project got a copy instead.
+	ModeNote string `json:"mode_note,omitempty"`
+	// Caches are the host caches the sandbox saw; CacheNotes say why others were not
+	// shared.
+	Caches     []string `json:"caches,omitempty"`
+	CacheNotes []string `json:"cache_notes,omitempty"`
 }
 
 // LeftOut is one path the workspace sync did not send.

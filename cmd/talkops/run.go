@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/talkops/talkops/internal/version"
 	"github.com/talkops/talkops/output"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
 	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/providers/workspace"
 	"github.com/talkops/talkops/report"
@@ -336,12 +338,17 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, s
 			return err
 		}
 	}
+	caches, cacheNotes, err := cache.Resolve(context.Background(), cfg.Sandbox.Caches, a.getenv)
+	if err != nil {
+		return usagef("[sandboxes] caches (from %s): %v", cfg.Source("sandboxes.caches"), err)
+	}
+	opts.Spec.Caches = caches
 	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
 		var synced func(*result.Sync)
 		if rr, ok := opts.Rubric.(*rubricRunner); ok {
 			synced = func(s *result.Sync) { rr.leftOut = s.LeftOut }
 		}
-		opts.Sync = syncer(cfg, synced)
+		opts.Sync = syncer(cfg, synced, cacheNotes)
 	}
 	return nil
 }
@@ -417,9 +424,10 @@ func passedValues(cfg *config.Config, getenv func(string) string) []string {
 	return out
 }
 
-// syncer uploads the project with the sync engine, reporting progress as events, and
-// hands what it sent to synced (when not nil).
-func syncer(cfg *config.Config, synced func(*result.Sync)) runner.Syncer {
+// syncer uploads the project with the sync engine, reporting progress as events, records
+// how the workspace and the shared caches reached the sandbox, and hands what it sent to
+// synced (when not nil).
+func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) runner.Syncer {
 	syncOpts := workspace.Options{
 		Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize,
 	}
@@ -440,6 +448,23 @@ func syncer(cfg *config.Config, synced func(*result.Sync)) runner.Syncer {
 				Data:    map[string]any{"files": stats.Files, "bytes": stats.Bytes, "bytes_sent": stats.BytesSent, "done": true}})
 		}
 		rec := stats.Result()
+		rec.CacheNotes = slices.Clone(cacheNotes)
+		if cs, ok := sb.(providers.CacheSharer); ok {
+			shared, notes := cs.SharedCaches()
+			for _, c := range shared {
+				rec.Caches = append(rec.Caches, c.Name)
+			}
+			rec.CacheNotes = append(rec.CacheNotes, notes...)
+		} else if len(cfg.Sandbox.Caches) > 0 {
+			rec.CacheNotes = append(rec.CacheNotes, "caches not shared: the "+cfg.Sandbox.Provider+" provider does not share host caches")
+		}
+		if stats.ModeNote != "" {
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageSync,
+				Message: "workspace copied instead of layered: " + stats.ModeNote})
+		}
+		for _, n := range rec.CacheNotes {
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageSync, Message: n})
+		}
 		if synced != nil {
 			synced(rec)
 		}

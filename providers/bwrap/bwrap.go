@@ -69,6 +69,9 @@ type meta struct {
 	WorkDir   string            `json:"work_dir"`
 	Limits    Limits            `json:"limits"`
 	Cgroup    *cgroupMeta       `json:"cgroup,omitempty"`
+	// Project is the host project shown as the working directory's lower layer, when
+	// the workspace is layered (see LayerProject).
+	Project string `json:"project,omitempty"`
 }
 
 type cgroupMeta struct {
@@ -144,6 +147,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err := writeMeta(dir, m); err != nil {
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
+	s.mountCaches(ctx, spec.Caches)
 	// The probe runs the real profile once: bad binds, a broken rootfs or a cgroup
 	// that refuses processes show up now, with bwrap's own message.
 	res, err := s.Exec(ctx, providers.Cmd{Argv: []string{"true"}, Timeout: 30 * time.Second})
@@ -151,6 +155,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		err = fmt.Errorf("probe command exited %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
 	}
 	if err != nil {
+		s.holder.stop()
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
 	return s, nil
@@ -188,6 +193,17 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 	}
 	if s.limits.Memory == 0 && s.limits.Pids == 0 && s.limits.CPUSeconds == 0 {
 		s.limits.Mechanism = LimitsNone
+	}
+	if m.Project != "" {
+		// A layered workspace lives in its creator's mount namespace; mounting the same
+		// upper directory twice would corrupt it.
+		if m.PID != os.Getpid() && processAlive(m.PID) {
+			return nil, fmt.Errorf("attach bwrap sandbox %q: its workspace is layered over %s and still in use by talkops process %d", id, m.Project, m.PID)
+		}
+		if err := s.remountProject(ctx, m.Project); err != nil {
+			s.holder.stop()
+			return nil, fmt.Errorf("attach bwrap sandbox %q: %w", id, err)
+		}
 	}
 	return s, nil
 }

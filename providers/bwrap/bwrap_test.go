@@ -668,6 +668,7 @@ func TestCreateErrors(t *testing.T) {
 		{"missing bwrap", Options{Bwrap: "/nonexistent/bwrap"}, providers.Spec{}, "apt-get install -y bubblewrap", false},
 		{"bad memory", Options{Memory: "lots"}, providers.Spec{}, `memory = "lots"`, true},
 		{"bad limits", Options{Limits: "strict"}, providers.Spec{}, `limits = "strict"`, true},
+		{"bad overlay", Options{Overlay: "on"}, providers.Spec{}, `overlay = "on": want "auto" or "off"`, true},
 		{"relative rootfs", Options{Rootfs: "rootfs"}, providers.Spec{}, "rootfs", true},
 		{"reserved work dir", Options{}, providers.Spec{WorkDir: "/usr/src"}, "inside /usr", true},
 		{"bad env", Options{}, providers.Spec{Env: map[string]string{"": "x"}}, "environment variable name", true},
@@ -715,13 +716,13 @@ func TestOptionsResolve(t *testing.T) {
 		opts Options
 		want resolved
 	}{
-		{"defaults", Options{}, resolved{memory: 2 << 30, pids: DefaultPids, workDir: "/workspace", limits: LimitsAuto, path: DefaultPath}},
-		{"explicit", Options{Memory: "512MiB", Pids: 10, CPUSeconds: 3, WorkingDir: "/src", Limits: LimitsRlimit, Network: true, Path: "/opt/bin:/usr/bin"},
-			resolved{network: true, memory: 512 << 20, memorySet: true, pids: 10, cpuSeconds: 3, workDir: "/src", limits: LimitsRlimit, path: "/opt/bin:/usr/bin"}},
-		{"unlimited", Options{Memory: "0", Pids: -1}, resolved{workDir: "/workspace", limits: LimitsAuto, path: DefaultPath}},
+		{"defaults", Options{}, resolved{memory: 2 << 30, pids: DefaultPids, workDir: "/workspace", limits: LimitsAuto, path: DefaultPath, overlay: OverlayAuto}},
+		{"explicit", Options{Memory: "512MiB", Pids: 10, CPUSeconds: 3, WorkingDir: "/src", Limits: LimitsRlimit, Network: true, Path: "/opt/bin:/usr/bin", Overlay: OverlayOff},
+			resolved{network: true, memory: 512 << 20, memorySet: true, pids: 10, cpuSeconds: 3, workDir: "/src", limits: LimitsRlimit, path: "/opt/bin:/usr/bin", overlay: OverlayOff}},
+		{"unlimited", Options{Memory: "0", Pids: -1}, resolved{workDir: "/workspace", limits: LimitsAuto, path: DefaultPath, overlay: OverlayAuto}},
 		{"ro_binds put their bin directories on PATH", Options{ReadOnlyBinds: []string{goRoot(), "/nonexistent-talkops-bind"}},
 			resolved{memory: 2 << 30, pids: DefaultPids, workDir: "/workspace", limits: LimitsAuto,
-				roBinds: []string{goRoot(), "/nonexistent-talkops-bind"}, path: goRoot() + "/bin:" + DefaultPath}},
+				roBinds: []string{goRoot(), "/nonexistent-talkops-bind"}, path: goRoot() + "/bin:" + DefaultPath, overlay: OverlayAuto}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,12 @@ const (
 	LimitsNone     = "none"      // no limits at all
 )
 
+// Values of Options.Overlay.
+const (
+	OverlayAuto = "auto"
+	OverlayOff  = "off"
+)
+
 // Options configure the bwrap provider. The toml names are the keys of
 // [sandboxes.providers.bwrap]; the zero value is a working default.
 type Options struct {
@@ -73,6 +79,11 @@ type Options struct {
 	// of the sandbox.)
 	Path string `toml:"path" trust:"safe"`
 
+	// Overlay picks how the workspace and shared caches are shown: OverlayAuto ("") uses
+	// copy-on-write overlays where the machine allows them and copies otherwise;
+	// OverlayOff always copies the workspace and shares no cache.
+	Overlay string `toml:"overlay"`
+
 	// Bwrap is the bwrap binary; "" looks "bwrap" up on PATH.
 	Bwrap string `toml:"-"`
 	// StateDir holds one directory per sandbox (its workspace, /tmp and home); ""
@@ -93,6 +104,7 @@ type resolved struct {
 	roBinds    []string
 	limits     string
 	path       string // PATH inside the sandbox
+	overlay    string
 	bwrap      string
 	stateDir   string
 }
@@ -121,6 +133,7 @@ func (o Options) resolveRaw() (resolved, error) {
 		rootfs:     o.Rootfs,
 		workDir:    o.WorkingDir,
 		limits:     o.Limits,
+		overlay:    o.Overlay,
 		bwrap:      o.Bwrap,
 		stateDir:   o.StateDir,
 	}
@@ -174,6 +187,13 @@ func (o Options) resolveRaw() (resolved, error) {
 	default:
 		return r, fmt.Errorf("bwrap option limits = %q: want one of %q, %q, %q, %q",
 			o.Limits, LimitsAuto, LimitsCgroup, LimitsRlimit, LimitsNone)
+	}
+	switch r.overlay {
+	case "":
+		r.overlay = OverlayAuto
+	case OverlayAuto, OverlayOff:
+	default:
+		return r, fmt.Errorf("bwrap option overlay = %q: want %q or %q", o.Overlay, OverlayAuto, OverlayOff)
 	}
 	return r, nil
 }

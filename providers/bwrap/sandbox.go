@@ -37,7 +37,14 @@ type Sandbox struct {
 	limits Limits
 	rlimit []string // prlimit arguments, nil when rlimits are not used
 
+	// caches are the shared caches mounted in the holder's namespace; cacheNotes say
+	// why others are not.
+	caches     []mountedCache
+	cacheNotes []string
+
 	mu      sync.Mutex
+	holder  *holder // the copy-on-write layers' namespace, nil without layers
+	layered bool    // the working directory is an overlay over the project
 	closed  bool
 	running map[*runningCmd]struct{}
 	wg      sync.WaitGroup
@@ -56,8 +63,11 @@ func (s *Sandbox) WorkDir() string { return s.opts.workDir }
 // Limits reports the limits in force and how they are enforced.
 func (s *Sandbox) Limits() Limits { return s.limits }
 
-// HostDir is the host directory that is mounted as the sandbox's working directory.
-func (s *Sandbox) HostDir() string { return filepath.Join(s.dir, "workspace") }
+// HostDir is where the host sees the sandbox's working directory.
+func (s *Sandbox) HostDir() string {
+	dir, _, _ := s.hostPath(s.opts.workDir)
+	return dir
+}
 
 // mounts maps sandbox directories to host subdirectories of s.dir; they persist between
 // commands and are what Upload and Download reach.
@@ -244,6 +254,9 @@ func (s *Sandbox) profile(dir string) []string {
 	for _, m := range s.mounts() {
 		add("--bind", filepath.Join(s.dir, m[1]), m[0])
 	}
+	for _, c := range s.caches {
+		add("--bind", c.hostDir, c.Path)
+	}
 	add("--proc", "/proc", "--dev", "/dev")
 	add("--unshare-all", "--unshare-user", "--disable-userns")
 	if o.network {
@@ -262,6 +275,11 @@ func (s *Sandbox) environ(extra map[string]string) []string {
 	env := map[string]string{
 		"PATH": s.opts.path, "HOME": HomeDir, "USER": "sandbox", "LOGNAME": "sandbox",
 		"LANG": "C.UTF-8", "TMPDIR": "/tmp",
+	}
+	for _, c := range s.caches {
+		for k, v := range c.Env {
+			env[k] = v
+		}
 	}
 	for k, v := range s.env {
 		env[k] = v
@@ -303,6 +321,9 @@ func (s *Sandbox) command(dir string, argv []string) []string {
 		cmd = append(cmd, "prlimit")
 		cmd = append(cmd, s.rlimit...)
 		cmd = append(cmd, "--")
+	}
+	if h := s.currentHolder(); h != nil {
+		cmd = append(cmd, h.enter()...)
 	}
 	cmd = append(cmd, s.opts.bwrap)
 	cmd = append(cmd, s.profile(dir)...)
@@ -553,11 +574,19 @@ func tee(capture *providers.CappedBuffer, w io.Writer) io.Writer {
 func (s *Sandbox) hostPath(p string) (string, string, error) {
 	p = s.resolveDir(p)
 	for _, m := range s.mounts() {
+		host := filepath.Join(s.dir, m[1])
+		if m[1] == "workspace" {
+			s.mu.Lock()
+			if s.layered {
+				host = s.holder.root(host) // the overlay exists only in the holder's namespace
+			}
+			s.mu.Unlock()
+		}
 		if p == m[0] {
-			return filepath.Join(s.dir, m[1]), ".", nil
+			return host, ".", nil
 		}
 		if rel, ok := strings.CutPrefix(p, strings.TrimSuffix(m[0], "/")+"/"); ok {
-			return filepath.Join(s.dir, m[1]), rel, nil
+			return host, rel, nil
 		}
 	}
 	return "", "", fmt.Errorf("%s is outside the sandbox's writable directories (%s, /tmp, %s): %w",
@@ -652,6 +681,11 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		// it to gc.
 		waitErr = fmt.Errorf("close bwrap sandbox %s: waiting for commands to die: %w", s.id, ctx.Err())
 	}
+	s.mu.Lock()
+	h := s.holder
+	s.holder, s.layered = nil, false
+	s.mu.Unlock()
+	h.stop() // unmounts every layer; the upper directories keep only what the run wrote
 	if !s.owned {
 		return waitErr
 	}

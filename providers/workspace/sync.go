@@ -32,6 +32,11 @@ const maxTailDrain = 1 << 20
 // stop at the tar end-of-archive blocks): Sync drains that tail itself. Sync always waits
 // for Upload to return, so no goroutine outlives it. When ctx is cancelled the error wraps
 // ctx.Err().
+//
+// A sandbox that can show the project itself as a copy-on-write layer
+// (providers.ProjectLayerer) gets the same selection without a copy: Sync walks the
+// project, and the sandbox hides what the walk left out. Stats.Mode says which way was
+// taken, and Stats.ModeNote why a layering sandbox got a copy.
 func Sync(ctx context.Context, sb providers.Sandbox, root, dir string, opts Options) (Stats, error) {
 	target := sb.WorkDir()
 	if path.IsAbs(dir) {
@@ -39,6 +44,30 @@ func Sync(ctx context.Context, sb providers.Sandbox, root, dir string, opts Opti
 	} else if dir != "" {
 		target = path.Join(target, dir)
 	}
+	var note string
+	if l, ok := sb.(providers.ProjectLayerer); ok && target == sb.WorkDir() {
+		stats, hidden, err := plan(ctx, root, opts)
+		stats.Target = target
+		if err != nil {
+			return stats, fmt.Errorf("sync workspace to %s: %w", target, err)
+		}
+		err = l.LayerProject(ctx, root, hidden)
+		if err == nil {
+			stats.Mode = ModeOverlay
+			return stats, nil
+		}
+		if !errors.Is(err, providers.ErrNotSupported) {
+			return stats, fmt.Errorf("sync workspace to %s: %w", target, err)
+		}
+		note = err.Error()
+	}
+	stats, err := copyTo(ctx, sb, root, dir, target, opts)
+	stats.Mode, stats.ModeNote = ModeCopy, note
+	return stats, err
+}
+
+// copyTo is Sync by archive.
+func copyTo(ctx context.Context, sb providers.Sandbox, root, dir, target string, opts Options) (Stats, error) {
 
 	upCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -94,6 +94,9 @@ type Stats struct {
 	Duration   time.Duration
 	// Target is the directory inside the sandbox the archive was extracted into (Sync only).
 	Target string
+	// Mode is ModeCopy or ModeOverlay (Sync only); ModeNote says why a sandbox that can
+	// layer the project got a copy.
+	Mode, ModeNote string
 }
 
 // LeftOut is one path Pack did not send and why.
@@ -117,6 +120,12 @@ const (
 // ones, the counts by reason cover all.
 const MaxLeftOutListed = 50
 
+// How Sync delivered the workspace.
+const (
+	ModeCopy    = "copy"
+	ModeOverlay = "overlay"
+)
+
 // MaxListed bounds each path list in Stats, so a tree full of key fixtures cannot bloat
 // result.json.
 const MaxListed = 1000
@@ -137,6 +146,8 @@ func (s Stats) Result() *result.Sync {
 		LeftOut:      leftOut(s.LeftOut),
 		LeftOutBy:    s.LeftOutByReason,
 		GitTracked:   s.GitTracked,
+		Mode:         s.Mode,
+		ModeNote:     s.ModeNote,
 	}
 }
 
@@ -166,7 +177,7 @@ func Pack(ctx context.Context, root string, opts Options, w io.Writer) (Stats, e
 // that short tail from the body.
 func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClose func()) (Stats, error) {
 	start := time.Now()
-	p, err := newPacker(root, opts)
+	p, err := newPacker(ctx, root, opts)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -179,10 +190,6 @@ func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClo
 	}
 	p.tw = tar.NewWriter(gz)
 	p.start, p.lastProgress = start, start
-	if p.tracked, err = listTracked(ctx, p.rootAbs); err != nil {
-		return Stats{}, fmt.Errorf("pack %s: %w", root, err)
-	}
-	p.stats.GitTracked = p.tracked != nil
 	p.sent = &cw.n
 
 	err = p.walkRoot(ctx)
@@ -217,6 +224,31 @@ func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClo
 	return p.stats, nil
 }
 
+// plan walks the project at root exactly as Pack does, without reading or writing any
+// file, and returns what Pack would send together with the topmost paths it would leave
+// out (ignored, withheld, too large, links out of the tree, special files), in walk
+// order.
+func plan(ctx context.Context, root string, opts Options) (Stats, []string, error) {
+	start := time.Now()
+	p, err := newPacker(ctx, root, opts)
+	if err != nil {
+		return Stats{}, nil, err
+	}
+	defer p.root.Close()
+	var sent int64
+	p.planOnly, p.hidden = true, []string{}
+	p.start, p.lastProgress, p.sent = start, start, &sent
+	err = p.walkRoot(ctx)
+	p.stats.Duration = time.Since(start)
+	if err != nil {
+		return p.stats, nil, fmt.Errorf("plan %s: %w", root, err)
+	}
+	if opts.Progress != nil {
+		opts.Progress(p.stats)
+	}
+	return p.stats, p.hidden, nil
+}
+
 // newCompressor is the gzip writer Pack uses: klauspost/compress at level 1 (BestSpeed)
 // spends about a third less CPU than compress/gzip at level 1 and writes a slightly
 // smaller stream (BENCHMARKS.md, "Workspace sync").
@@ -242,15 +274,19 @@ type packer struct {
 	ignore           patterns // .git/info/exclude, then each .gitignore on the current path
 	tracked          []string // the files git tracks, sorted; nil outside a git work tree
 
-	tw           *tar.Writer
-	buf          []byte
+	tw  *tar.Writer
+	buf []byte
+	// planOnly walks without writing or reading any file, collecting in hidden the
+	// topmost paths left out (for a copy-on-write layer that must hide them).
+	planOnly     bool
+	hidden       []string
 	stats        Stats
 	sent         *int64
 	start        time.Time
 	lastProgress time.Time
 }
 
-func newPacker(root string, opts Options) (*packer, error) {
+func newPacker(ctx context.Context, root string, opts Options) (*packer, error) {
 	if opts.MaxFileSize < 0 {
 		return nil, fmt.Errorf("sync max file size %d: must be 0 (default %d) or positive", opts.MaxFileSize, DefaultMaxFileSize)
 	}
@@ -285,7 +321,14 @@ func newPacker(root string, opts Options) (*packer, error) {
 	if maxSize == 0 {
 		maxSize = DefaultMaxFileSize
 	}
+	tracked, err := listTracked(ctx, abs)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("pack %s: %w", root, err)
+	}
 	return &packer{
+		tracked:  tracked,
+		stats:    Stats{GitTracked: tracked != nil},
 		root:     r,
 		rootAbs:  abs,
 		rootReal: real,
@@ -396,6 +439,7 @@ func (p *packer) entry(ctx context.Context, segs []string, e fs.DirEntry, includ
 		if isDir && p.mayIncludeBelow(segs) {
 			return p.walkDir(ctx, segs, true)
 		}
+		p.omit(rel)
 		return nil
 	}
 	return p.send(ctx, rel, segs, e)
@@ -409,6 +453,13 @@ func (p *packer) leftOut(rel, reason string) {
 	p.stats.LeftOutByReason[reason]++
 	if len(p.stats.LeftOut) < MaxLeftOutListed {
 		p.stats.LeftOut = append(p.stats.LeftOut, LeftOut{Path: rel, Reason: reason})
+	}
+}
+
+// omit records a path left out, for planOnly walks.
+func (p *packer) omit(rel string) {
+	if p.planOnly {
+		p.hidden = append(p.hidden, rel)
 	}
 }
 
@@ -471,6 +522,10 @@ func (p *packer) send(ctx context.Context, rel string, segs []string, e fs.DirEn
 		if err != nil {
 			return fmt.Errorf("stat %s: %w", rel, err)
 		}
+		if p.planOnly {
+			p.stats.Dirs++
+			return p.walkDir(ctx, segs, false)
+		}
 		if err := p.tw.WriteHeader(&tar.Header{
 			Typeflag: tar.TypeDir,
 			Name:     rel + "/",
@@ -488,6 +543,7 @@ func (p *packer) send(ctx context.Context, rel string, segs []string, e fs.DirEn
 	default:
 		p.stats.Ignored++ // socket, pipe, device
 		p.leftOut(rel, ReasonSpecial)
+		p.omit(rel)
 		return nil
 	}
 }
@@ -510,6 +566,11 @@ func (p *packer) symlink(rel string, e fs.DirEntry) error {
 	if !p.linkInside(rel, target) {
 		p.listed(&p.stats.SymlinksOutside, rel)
 		p.leftOut(rel, ReasonSymlink)
+		p.omit(rel)
+		return nil
+	}
+	if p.planOnly {
+		p.stats.Files++
 		return nil
 	}
 	if err := p.tw.WriteHeader(&tar.Header{
@@ -555,6 +616,12 @@ func (p *packer) file(ctx context.Context, rel string, e fs.DirEntry) error {
 	if info.Size() > p.maxSize {
 		p.listed(&p.stats.TooLarge, rel)
 		p.leftOut(rel, ReasonTooLarge)
+		p.omit(rel)
+		return nil
+	}
+	if p.planOnly {
+		p.stats.Files++
+		p.stats.Bytes += info.Size()
 		return nil
 	}
 	f, err := p.root.OpenFile(rel, os.O_RDONLY|openFlags, 0)

@@ -1,0 +1,372 @@
+package bwrap
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/talkops/talkops/providers"
+)
+
+// Copy-on-write layers. bubblewrap 0.8 (Debian 12) has no overlay options, so the overlays
+// live in a private mount namespace of their own, inside a user namespace unless talkops
+// runs as root, kept alive by a small holder process for the sandbox's life. Every command
+// enters that namespace (nsenter) before bwrap starts, and the host reaches the merged
+// view through /proc/<holder>/root. The project is the lowest layer, read-only; a mask
+// layer of whiteouts hides what the sync rules leave out; an upper directory per sandbox
+// takes every write. Creating the workspace copies nothing, and teardown removes only what
+// the run wrote.
+
+// holder keeps the sandbox's mount namespace alive.
+type holder struct {
+	pid    int
+	userNS bool
+	cmd    *exec.Cmd
+	stdin  io.Closer // the holder exits when this closes (or talkops dies)
+	nsTool string    // nsenter
+	mount  string    // mount, as seen inside the namespace
+}
+
+// holderReadyTimeout bounds the holder's start.
+const holderReadyTimeout = 10 * time.Second
+
+// startHolder starts the namespace holder. It fails, wrapping ErrNotSupported with the
+// reason, where the machine does not allow it.
+func startHolder(ctx context.Context) (*holder, error) {
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return nil, fmt.Errorf("%w: nsenter not found (util-linux)", providers.ErrNotSupported)
+	}
+	mount, err := exec.LookPath("mount")
+	if err != nil {
+		return nil, fmt.Errorf("%w: mount not found (util-linux)", providers.ErrNotSupported)
+	}
+	// The holder makes its mounts private, says it is ready and waits for its stdin to
+	// close: the pipe's write end dies with talkops, so no holder outlives a killed run.
+	cmd := exec.Command("/bin/sh", "-c", `"$1" --make-rprivate / && echo ready && exec cat >/dev/null`, "talkops-overlay-holder", mount)
+	userNS := os.Geteuid() != 0
+	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if userNS {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+	}
+	cmd.SysProcAttr = attr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: cannot start a process in a new mount namespace: %v", providers.ErrNotSupported, err)
+	}
+	h := &holder{pid: cmd.Process.Pid, userNS: userNS, cmd: cmd, stdin: stdin, nsTool: nsenter, mount: mount}
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err == nil && line != "ready\n" {
+			err = fmt.Errorf("unexpected %q", line)
+		}
+		ready <- err
+	}()
+	timer := time.NewTimer(holderReadyTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-ready:
+	case <-timer.C:
+		err = errors.New("timed out")
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		h.stop()
+		msg := strings.TrimSpace(stderr.String())
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("start overlay namespace: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("%w: private mount namespace: %v %s", providers.ErrNotSupported, err, msg)
+	}
+	return h, nil
+}
+
+// enter returns the command prefix that runs a program inside the holder's namespaces.
+func (h *holder) enter() []string {
+	args := []string{h.nsTool, "--target", strconv.Itoa(h.pid), "--mount"}
+	if h.userNS {
+		args = append(args, "--user", "--preserve-credentials")
+	}
+	return append(args, "--")
+}
+
+// root is where the host sees the holder's mounts.
+func (h *holder) root(p string) string {
+	return filepath.Join("/proc", strconv.Itoa(h.pid), "root", p)
+}
+
+// overlay mounts an overlay at target inside the namespace. lowers are listed top first.
+func (h *holder) overlay(ctx context.Context, target, upper, work string, lowers ...string) error {
+	for _, p := range append([]string{target, upper, work}, lowers...) {
+		if strings.ContainsAny(p, ",:\\\n") {
+			return fmt.Errorf("%w: %s: overlay options cannot hold a path with ',', ':' or '\\'", providers.ErrNotSupported, p)
+		}
+	}
+	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upper + ",workdir=" + work
+	args := append(h.enter(), h.mount, "-t", "overlay", "overlay", "-o", opts, target)
+	cctx, cancel := context.WithTimeout(ctx, holderReadyTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: mount overlay on %s: %v: %s", providers.ErrNotSupported, target, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// stop ends the holder; its namespace and every overlay in it go with it.
+func (h *holder) stop() {
+	if h == nil {
+		return
+	}
+	_ = h.stdin.Close()
+	_ = syscall.Kill(-h.pid, syscall.SIGKILL)
+	_ = h.cmd.Wait()
+}
+
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(b []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(b), l.n)
+		l.n -= k
+		_, _ = l.w.Write(b[:k])
+	}
+	return len(b), nil
+}
+
+// layerDirs are a layered directory's host directories under the sandbox directory.
+type layerDirs struct{ mask, upper, work string }
+
+func (s *Sandbox) layerDirs(name string) layerDirs {
+	base := filepath.Join(s.dir, "layers", name)
+	return layerDirs{mask: filepath.Join(base, "mask"), upper: filepath.Join(base, "upper"), work: filepath.Join(base, "work")}
+}
+
+func (d layerDirs) create() error {
+	for _, p := range []string{d.mask, d.upper, d.work} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LayerProject shows the host project as the sandbox's working directory through an
+// overlay: the project read-only at the bottom, whiteouts for the hidden paths above it,
+// and the sandbox's own upper directory on top.
+func (s *Sandbox) LayerProject(ctx context.Context, project string, hidden []string) error {
+	if s.isClosed() {
+		return fmt.Errorf("bwrap layer project: %w", providers.ErrClosed)
+	}
+	if s.opts.overlay == OverlayOff {
+		return fmt.Errorf("bwrap layer project: %w: overlay = %q", providers.ErrNotSupported, OverlayOff)
+	}
+	project, err := filepath.Abs(project)
+	if err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
+	if project, err = filepath.EvalSymlinks(project); err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
+	if err := s.checkLayerable(project); err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
+	h, err := s.ensureHolder(ctx)
+	if err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
+	d := s.layerDirs("workspace")
+	if err := d.create(); err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
+	for _, rel := range hidden {
+		if err := whiteout(d.mask, rel); err != nil {
+			return fmt.Errorf("bwrap layer project: hide %s: %w", rel, err)
+		}
+	}
+	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, d.mask, project); err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
+	s.mu.Lock()
+	s.layered = true
+	s.mu.Unlock()
+	return s.recordLayers(project)
+}
+
+// checkLayerable refuses what an overlay cannot show faithfully: a workspace that already
+// has content, and, in a user namespace, a project owned by another user (its files could
+// not be copied up on write).
+func (s *Sandbox) checkLayerable(project string) error {
+	ents, err := os.ReadDir(filepath.Join(s.dir, "workspace"))
+	if err != nil {
+		return err
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("%w: the working directory already has content", providers.ErrNotSupported)
+	}
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	fi, err := os.Stat(project)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%w: the project belongs to uid %d, not to talkops's uid %d", providers.ErrNotSupported, st.Uid, os.Geteuid())
+	}
+	return nil
+}
+
+// whiteout hides rel in the lower layers: an overlay whiteout is a 0/0 character device,
+// which unprivileged users may create since Linux 5.8.
+func whiteout(mask, rel string) error {
+	rel = path.Clean(rel)
+	if rel == "." || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("not a relative path inside the project")
+	}
+	p := filepath.Join(mask, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	err := syscall.Mknod(p, syscall.S_IFCHR, 0)
+	if errors.Is(err, syscall.EEXIST) {
+		return nil
+	}
+	if errors.Is(err, syscall.EPERM) {
+		return fmt.Errorf("%w: cannot create overlay whiteouts here: %v", providers.ErrNotSupported, err)
+	}
+	return err
+}
+
+// ensureHolder starts the namespace holder once.
+func (s *Sandbox) ensureHolder(ctx context.Context) (*holder, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holder != nil {
+		return s.holder, nil
+	}
+	h, err := startHolder(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.holder = h
+	return h, nil
+}
+
+// currentHolder is the holder commands must enter, or nil.
+func (s *Sandbox) currentHolder() *holder {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holder
+}
+
+// recordLayers notes the layers in the sandbox's metadata, so Attach can mount them again.
+func (s *Sandbox) recordLayers(project string) error {
+	m, err := readMeta(s.dir)
+	if err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
+	m.Project = project
+	if err := writeMeta(s.dir, m); err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
+	return nil
+}
+
+// remountProject mounts a layered workspace again for Attach.
+func (s *Sandbox) remountProject(ctx context.Context, project string) error {
+	h, err := s.ensureHolder(ctx)
+	if err != nil {
+		return err
+	}
+	d := s.layerDirs("workspace")
+	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, d.mask, project); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.layered = true
+	s.mu.Unlock()
+	return nil
+}
+
+// mountCaches shows each cache through an overlay whose upper layer is the sandbox's own.
+// A cache that cannot be shown is left out with a note; it never fails the sandbox.
+func (s *Sandbox) mountCaches(ctx context.Context, caches []providers.Cache) {
+	if len(caches) == 0 {
+		return
+	}
+	if s.opts.overlay == OverlayOff {
+		s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("caches not shared: bwrap option overlay = %q", OverlayOff))
+		return
+	}
+	h, err := s.ensureHolder(ctx)
+	if err != nil {
+		s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("caches not shared: %v", err))
+		return
+	}
+	for i, c := range caches {
+		if fi, err := os.Stat(c.HostDir); err != nil || !fi.IsDir() {
+			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %s is not a directory on the host", c.Name, c.HostDir))
+			continue
+		}
+		d := s.layerDirs("cache-" + strconv.Itoa(i))
+		target := filepath.Join(s.dir, "caches", strconv.Itoa(i))
+		if err := d.create(); err == nil {
+			err = os.MkdirAll(target, 0o755)
+		}
+		if err == nil {
+			err = h.overlay(ctx, target, d.upper, d.work, c.HostDir)
+		}
+		if err != nil {
+			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
+			continue
+		}
+		s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target})
+	}
+}
+
+type mountedCache struct {
+	providers.Cache
+	hostDir string // the merged view, inside the holder's namespace
+}
+
+// SharedCaches reports the caches the sandbox sees and why others are missing.
+func (s *Sandbox) SharedCaches() ([]providers.Cache, []string) {
+	out := make([]providers.Cache, len(s.caches))
+	for i, c := range s.caches {
+		out[i] = c.Cache
+	}
+	return out, s.cacheNotes
+}
+
+var (
+	_ providers.ProjectLayerer = (*Sandbox)(nil)
+	_ providers.CacheSharer    = (*Sandbox)(nil)
+)

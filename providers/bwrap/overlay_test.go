@@ -1,0 +1,313 @@
+package bwrap
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/workspace"
+)
+
+// trickyProject writes a project that exercises every sync rule: .gitignore with a
+// negation, the skip list at depth, withheld secrets, an oversized file, links inside and
+// out of the tree, a fifo, an Include pattern into a skipped directory, and modes.
+func trickyProject(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]string{
+		".gitignore":                    "*.log\n!keep.log\nout/\n",
+		"main.go":                       "package main\n",
+		"keep.log":                      "kept\n",
+		"drop.log":                      "dropped\n",
+		"out/bin":                       "built\n",
+		"pkg/util/util.go":              "package util\n",
+		"pkg/node_modules/x/index.js":   "module.exports = 1\n",
+		"node_modules/left/index.js":    "x\n",
+		"vendor/dist/app.js":            "included through a pattern\n",
+		".env":                          "SECRET=1\n",
+		"config/.env.production":        "SECRET=2\n",
+		".env.example":                  "SECRET=\n",
+		"keys/id_ed25519":               "private\n",
+		"keys/id_ed25519.pub":           "public\n",
+		"deploy/service-account.json":   "{}\n",
+		"docs/a b/with space.md":        "# spaced\n",
+		".talkops/check.sh":             "#!/bin/sh\nexit 0\n",
+		"big.bin":                       strings.Repeat("x", 4096),
+		"scripts/run.sh":                "#!/bin/sh\necho run\n",
+		"deep/a/b/c/d/e/f/g/h/leaf.txt": "leaf\n",
+	}
+	for rel, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range [][2]string{{"link-in", "pkg/util"}, {"link-out", "../../etc"}, {"link-abs", "/etc/passwd"}, {"pkg/up", "../main.go"}} {
+		if err := os.Symlink(l[1], filepath.Join(root, l[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(root, "scripts/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+var syncOpts = workspace.Options{Include: []string{"vendor/dist/app.js"}, MaxFileSize: 1024}
+
+// listing is what a sandbox shows of its workspace: type, mode, size, path and content
+// hash of every entry, sorted.
+const listing = `find . -mindepth 1 \( -type f -printf '%y %m %s %p ' -exec sh -c 'sha256sum < "$1" | cut -c1-16' _ {} \; \) -o \( ! -type f -printf '%y %m %p %l\n' \) | LC_ALL=C sort`
+
+// TestOverlayMatchesCopy: the layered workspace shows exactly what the copy shows, for a
+// plain directory and for a git work tree (where tracked files are sent whatever their
+// folder is called).
+func TestOverlayMatchesCopy(t *testing.T) {
+	t.Parallel()
+	t.Run("plain", func(t *testing.T) {
+		t.Parallel()
+		overlayMatchesCopy(t, trickyProject(t))
+	})
+	t.Run("git", func(t *testing.T) {
+		t.Parallel()
+		root := trickyProject(t)
+		git := func(args ...string) {
+			cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		git("init", "-q")
+		git("add", "-f", "main.go", "pkg/node_modules/x/index.js", "out/bin", "drop.log", ".gitignore")
+		git("commit", "-q", "-m", "tracked")
+		overlayMatchesCopy(t, root)
+	})
+}
+
+func overlayMatchesCopy(t *testing.T, root string) {
+	copySB := newSandbox(t, Options{Overlay: OverlayOff}, providers.Spec{})
+	layerSB := newSandbox(t, Options{}, providers.Spec{})
+
+	cs, err := workspace.Sync(t.Context(), copySB, root, "", syncOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := workspace.Sync(t.Context(), layerSB, root, "", syncOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Mode != workspace.ModeCopy || !strings.Contains(cs.ModeNote, "overlay") {
+		t.Errorf("copy sandbox: mode %q note %q, want copy with a note naming the overlay option", cs.Mode, cs.ModeNote)
+	}
+	if ls.Mode != workspace.ModeOverlay {
+		t.Fatalf("layered sandbox: mode %q (%s), want overlay", ls.Mode, ls.ModeNote)
+	}
+	if cs.Files != ls.Files || cs.Dirs != ls.Dirs || cs.Bytes != ls.Bytes || cs.Ignored != ls.Ignored ||
+		!cmp.Equal(cs.Secrets, ls.Secrets) || !cmp.Equal(cs.TooLarge, ls.TooLarge) || !cmp.Equal(cs.SymlinksOutside, ls.SymlinksOutside) {
+		t.Errorf("stats differ:\ncopy  %+v\nlayer %+v", cs, ls)
+	}
+	want := string(run(t, copySB, listing).Stdout)
+	got := string(run(t, layerSB, listing).Stdout)
+	// Directory modes: the copy's root directory is the sandbox's own, like the layer's.
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the layered workspace differs from the copy (-copy +layer):\n%s", diff)
+	}
+	for _, gone := range []string{".env", "config/.env.production", "keys/id_ed25519", "big.bin", "link-out", "link-abs", "node_modules", "pipe"} {
+		if strings.Contains(got, " ./"+gone+" ") || strings.Contains(got, " ./"+gone+"\n") {
+			t.Errorf("%s is visible in the layered workspace", gone)
+		}
+	}
+}
+
+// TestOverlayWritesStayInTheSandbox: writes, deletes and chmods in the sandbox never reach
+// the project, land in the sandbox's upper layer only, and teardown removes them.
+func TestOverlayWritesStayInTheSandbox(t *testing.T) {
+	t.Parallel()
+	root := trickyProject(t)
+	before := hashTree(t, root)
+	sb := newSandbox(t, Options{}, providers.Spec{})
+	if st, err := workspace.Sync(t.Context(), sb, root, "", syncOpts); err != nil || st.Mode != workspace.ModeOverlay {
+		t.Fatalf("Sync: %+v, %v", st, err)
+	}
+	res := run(t, sb, `set -e
+echo changed >> main.go
+rm pkg/util/util.go
+chmod 600 scripts/run.sh
+mkdir -p new/dir && echo new > new/dir/file
+echo leak > .env
+ln -sf /etc/passwd main2.go
+cat main.go; ls -la`)
+	if res.ExitCode != 0 {
+		t.Fatalf("writes failed (%d): %s", res.ExitCode, res.Stderr)
+	}
+	if after := hashTree(t, root); !cmp.Equal(before, after) {
+		t.Fatalf("the host project changed:\n%s", cmp.Diff(before, after))
+	}
+	upper := sb.layerDirs("workspace").upper
+	var written []string
+	_ = filepath.WalkDir(upper, func(p string, d os.DirEntry, err error) error {
+		if err == nil && p != upper {
+			rel, _ := filepath.Rel(upper, p)
+			written = append(written, rel)
+		}
+		return nil
+	})
+	for _, want := range []string{"main.go", "new/dir/file", ".env", "scripts/run.sh"} {
+		if !strings.Contains(strings.Join(written, "\n")+"\n", want+"\n") {
+			t.Errorf("%s is not in the upper layer: %v", want, written)
+		}
+	}
+	if len(written) > 20 {
+		t.Errorf("the upper layer holds %d entries for a handful of writes: %v", len(written), written)
+	}
+	// The host reads and writes the merged view through Download and Upload.
+	rc, err := sb.Download(t.Context(), "main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "package main\nchanged\n" {
+		t.Errorf("Download(main.go) = %q", b)
+	}
+	if err := sb.Upload(t.Context(), "up", bytes.NewReader(tarDir(t, t.TempDir()))); err != nil {
+		t.Errorf("Upload into the layered workspace: %v", err)
+	}
+	dir := sb.dir
+	if err := sb.Close(context.WithoutCancel(t.Context())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("sandbox directory left after Close: %v", err)
+	}
+	if after := hashTree(t, root); !cmp.Equal(before, after) {
+		t.Fatalf("the host project changed after teardown:\n%s", cmp.Diff(before, after))
+	}
+}
+
+// TestOverlayAttachRemounts: a layered sandbox left by a killed run can be attached again
+// with its writes intact.
+func TestOverlayAttachRemounts(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	root := trickyProject(t)
+	state := t.TempDir()
+	p := New(Options{StateDir: state})
+	created, err := p.Create(t.Context(), providers.Spec{RunID: "attach"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := created.(*Sandbox)
+	if st, err := workspace.Sync(t.Context(), sb, root, "", syncOpts); err != nil || st.Mode != workspace.ModeOverlay {
+		t.Fatalf("Sync: %+v, %v", st, err)
+	}
+	run(t, sb, "echo kept > written.txt")
+	// Simulate the creator's death: its namespace goes, the directory stays.
+	sb.mu.Lock()
+	h := sb.holder
+	sb.holder, sb.layered = nil, false
+	sb.mu.Unlock()
+	h.stop()
+	m, _ := readMeta(sb.dir)
+	m.PID = 1 << 22 // a pid that is not running
+	if err := writeMeta(sb.dir, m); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := p.Attach(t.Context(), sb.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, again, "cat written.txt main.go; test ! -e .env && echo hidden")
+	if got := string(out.Stdout); got != "kept\npackage main\nhidden\n" {
+		t.Errorf("attached workspace shows %q", got)
+	}
+	if err := again.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Delete(t.Context(), sb.ID()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCachesAreCopyOnWrite: a shared cache is visible and writable in the sandbox, the
+// host copy never changes, and the sandbox's writes are gone with it.
+func TestCachesAreCopyOnWrite(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cache, "mod.zip"), []byte("module"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := providers.Spec{Caches: []providers.Cache{
+		{Name: "go-mod", HostDir: cache, Path: "/cache/go-mod", Env: map[string]string{"GOMODCACHE": "/cache/go-mod"}},
+		{Name: "missing", HostDir: filepath.Join(cache, "nope"), Path: "/cache/missing"},
+	}}
+	sb := newSandbox(t, Options{}, spec)
+	shared, notes := sb.SharedCaches()
+	if len(shared) != 1 || shared[0].Name != "go-mod" || len(notes) != 1 || !strings.Contains(notes[0], "missing") {
+		t.Fatalf("SharedCaches = %+v, %q", shared, notes)
+	}
+	res := run(t, sb, `set -e; cat "$GOMODCACHE/mod.zip"; echo poisoned > "$GOMODCACHE/mod.zip"; echo new > /cache/go-mod/new; cat /cache/go-mod/mod.zip`)
+	if got := string(res.Stdout); got != "modulepoisoned\n" {
+		t.Errorf("cache in the sandbox: %q (stderr %s)", got, res.Stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(cache, "mod.zip")); string(b) != "module" {
+		t.Errorf("the host cache changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "new")); !os.IsNotExist(err) {
+		t.Errorf("a file written in the sandbox reached the host cache")
+	}
+	// A second sandbox sees the host copy, not the first one's writes.
+	other := newSandbox(t, Options{}, spec)
+	if got := string(run(t, other, `cat /cache/go-mod/mod.zip; test -e /cache/go-mod/new || echo " clean"`).Stdout); got != "module clean\n" {
+		t.Errorf("second sandbox sees %q", got)
+	}
+}
+
+func hashTree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		v := info.Mode().String()
+		switch {
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			v += " " + string(b)
+		case info.Mode()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			v += " -> " + target
+		}
+		out[rel] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
