@@ -215,8 +215,8 @@ type run struct {
 	sb       providers.Sandbox
 	created  bool
 	tornDown bool
-	agent AgentCloser // closed at teardown, before the sandbox
-	room  *cleanRoom  // the open clean room, deleted after its evaluation or at teardown
+	agent    AgentCloser // closed at teardown, before the sandbox
+	room     *cleanRoom  // the open clean room, deleted after its evaluation or at teardown
 
 	agentFindings []result.Finding // the agent's findings (cumulative over its passes)
 	unfinished    string
