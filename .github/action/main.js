@@ -161,9 +161,10 @@ async function main() {
   if (command === 'run') saveState('pid', String(child.pid));
   const res = await running;
   const code = exitCodeOf(res);
+  // talkops sets its outputs when it publishes; a usage error (exit 2) or a kill ends it
+  // before that, so the exit code is always set here too (the same value when both are).
+  setOutput('exit-code', String(code));
   if (res.signal) {
-    // talkops wrote no outputs; say what happened in the one it would have written.
-    setOutput('exit-code', String(code));
     console.log(`::error title=talkops::talkops was killed by ${res.signal}; the post step deletes what it left behind`);
   }
   console.log(`talkops exited with code ${code}${signalled ? ` after ${signalled}` : ''}`);
