@@ -1,0 +1,83 @@
+package cache
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talkops/talkops/providers"
+)
+
+func TestResolve(t *testing.T) {
+	home := t.TempDir()
+	npm := filepath.Join(home, ".npm")
+	if err := os.MkdirAll(npm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": home, "TF_PLUGIN_CACHE_DIR": "/opt/tf-cache"}
+	getenv := func(k string) string { return env[k] }
+
+	caches, notes, err := Resolve(context.Background(), []string{"npm", "terraform", "/srv/shared/cache", "npm"}, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []providers.Cache{
+		{Name: "npm", HostDir: npm, Path: "/cache/npm", Env: map[string]string{"npm_config_cache": "/cache/npm"}},
+		{Name: "terraform", HostDir: "/opt/tf-cache", Path: "/cache/terraform", Env: map[string]string{"TF_PLUGIN_CACHE_DIR": "/cache/terraform"}},
+	}
+	if diff := cmp.Diff(want, caches[:2]); diff != "" {
+		t.Errorf("presets (-want +got):\n%s", diff)
+	}
+	if len(caches) != 3 || caches[2].HostDir != "/srv/shared/cache" || !strings.HasPrefix(caches[2].Path, "/cache/dir-cache-") || caches[2].Env != nil {
+		t.Errorf("host directory entry = %+v", caches[2:])
+	}
+	if len(notes) != 0 {
+		t.Errorf("notes = %q, want none", notes)
+	}
+
+	// No HOME and no variables: the preset has nowhere to look, which is a note, not an error.
+	_, notes, err = Resolve(context.Background(), []string{"pip"}, func(string) string { return "" })
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "cache pip not shared") {
+		t.Errorf("pip without HOME: notes %q, err %v", notes, err)
+	}
+}
+
+func TestGoPresetAsksGo(t *testing.T) {
+	caches, _, err := Resolve(context.Background(), []string{"go"}, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(caches) != 2 || caches[0].Name != "go-mod" || caches[1].Name != "go-build" {
+		t.Fatalf("go preset = %+v", caches)
+	}
+	for _, c := range caches {
+		if !filepath.IsAbs(c.HostDir) {
+			t.Errorf("%s: host dir %q is not absolute", c.Name, c.HostDir)
+		}
+	}
+	if caches[0].Env["GOMODCACHE"] != "/cache/go-mod" || caches[1].Env["GOCACHE"] != "/cache/go-build" {
+		t.Errorf("go preset env = %v, %v", caches[0].Env, caches[1].Env)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, ok := range []string{"go", "npm", "pip", "cargo", "maven", "gradle", "terraform", "/abs/dir"} {
+		if err := Check(ok); err != nil {
+			t.Errorf("Check(%q) = %v", ok, err)
+		}
+	}
+	err := Check("golang")
+	if err == nil || !strings.Contains(err.Error(), `cache "golang": want a preset (cargo, go, gradle, maven, npm, pip, terraform) or an absolute host directory`) {
+		t.Errorf("Check(golang) = %v", err)
+	}
+	if _, _, err := Resolve(context.Background(), []string{"relative/dir"}, os.Getenv); err == nil {
+		t.Error("Resolve accepted a relative directory")
+	}
+	if !IsHostPath("/x") || IsHostPath("go") {
+		t.Error("IsHostPath")
+	}
+}
