@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -310,4 +311,53 @@ func hashTree(t *testing.T, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// BenchmarkWorkspace is create + sync + teardown of the project in TALKOPS_BENCH_TREE
+// (skipped when unset), copied and layered, with the parts reported separately:
+//
+//	go run ./providers/workspace/internal/gentree -dir /var/tmp/tree -files 20000 -size 200MB
+//	TALKOPS_BENCH_TREE=/var/tmp/tree go test -run '^$' -bench Workspace -benchtime 3x ./providers/bwrap/
+func BenchmarkWorkspace(b *testing.B) {
+	tree := os.Getenv("TALKOPS_BENCH_TREE")
+	if tree == "" {
+		b.Skip("TALKOPS_BENCH_TREE is not set")
+	}
+	for _, mode := range []struct {
+		name    string
+		overlay string
+	}{{"copy", OverlayOff}, {"overlay", OverlayAuto}} {
+		b.Run(mode.name, func(b *testing.B) {
+			p := New(Options{StateDir: b.TempDir(), Overlay: mode.overlay})
+			var create, sync, write, teardown time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				sb, err := p.Create(b.Context(), providers.Spec{RunID: "bench"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				st, err := workspace.Sync(b.Context(), sb, tree, "", workspace.Options{})
+				if err != nil || (mode.overlay == OverlayAuto) != (st.Mode == workspace.ModeOverlay) {
+					b.Fatalf("Sync: %+v, %v", st, err)
+				}
+				t2 := time.Now()
+				// A run writes a little: a build output and one edited file.
+				if res, err := sb.Exec(b.Context(), providers.Shell("mkdir -p out && head -c 1048576 /dev/zero > out/bin && echo x >> $(find . -type f -name '*.txt' | head -1)")); err != nil || res.ExitCode != 0 {
+					b.Fatalf("write: %v %s", err, res.Stderr)
+				}
+				t3 := time.Now()
+				if err := sb.Close(context.WithoutCancel(b.Context())); err != nil {
+					b.Fatal(err)
+				}
+				t4 := time.Now()
+				create, sync, write, teardown = create+t1.Sub(t0), sync+t2.Sub(t1), write+t3.Sub(t2), teardown+t4.Sub(t3)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(create.Milliseconds())/n, "create-ms")
+			b.ReportMetric(float64(sync.Milliseconds())/n, "sync-ms")
+			b.ReportMetric(float64(write.Milliseconds())/n, "write-ms")
+			b.ReportMetric(float64(teardown.Milliseconds())/n, "teardown-ms")
+		})
+	}
 }

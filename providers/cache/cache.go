@@ -130,7 +130,8 @@ func Resolve(ctx context.Context, entries []string, getenv func(string) string) 
 				notes = append(notes, fmt.Sprintf("cache %s not shared: no host directory found (%s)", d.name, d.comment))
 				continue
 			}
-			c := providers.Cache{Name: d.name, HostDir: filepath.Clean(d.host), Path: Root + "/" + d.name}
+			host := filepath.Clean(d.host)
+			c := providers.Cache{Name: d.name, HostDir: host, Path: sandboxPath(host, d.name)}
 			if len(d.env) > 0 {
 				c.Env = map[string]string{}
 				for k, v := range d.env {
@@ -141,6 +142,25 @@ func Resolve(ctx context.Context, entries []string, getenv func(string) string) 
 		}
 	}
 	return caches, notes, nil
+}
+
+// systemDirs hold the sandbox's own system; a cache is never mounted over or inside them.
+var systemDirs = []string{"/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/workspace", Root}
+
+// sandboxPath is where the sandbox sees a cache: at the host's own path where that is
+// possible, because build caches key their entries by the paths of what they built (Go's
+// action ids include the source directory), so a module cache seen at another path would
+// miss for every dependency; else under Root.
+func sandboxPath(host, name string) string {
+	if host == "/" || host == "/tmp" || host == "/home" || host == "/root" {
+		return Root + "/" + name
+	}
+	for _, d := range systemDirs {
+		if host == d || strings.HasPrefix(host, d+"/") {
+			return Root + "/" + name
+		}
+	}
+	return host
 }
 
 type env struct {

@@ -26,13 +26,13 @@ func TestResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []providers.Cache{
-		{Name: "npm", HostDir: npm, Path: "/cache/npm", Env: map[string]string{"npm_config_cache": "/cache/npm"}},
-		{Name: "terraform", HostDir: "/opt/tf-cache", Path: "/cache/terraform", Env: map[string]string{"TF_PLUGIN_CACHE_DIR": "/cache/terraform"}},
+		{Name: "npm", HostDir: npm, Path: npm, Env: map[string]string{"npm_config_cache": npm}},
+		{Name: "terraform", HostDir: "/opt/tf-cache", Path: "/opt/tf-cache", Env: map[string]string{"TF_PLUGIN_CACHE_DIR": "/opt/tf-cache"}},
 	}
 	if diff := cmp.Diff(want, caches[:2]); diff != "" {
 		t.Errorf("presets (-want +got):\n%s", diff)
 	}
-	if len(caches) != 3 || caches[2].HostDir != "/srv/shared/cache" || !strings.HasPrefix(caches[2].Path, "/cache/dir-cache-") || caches[2].Env != nil {
+	if len(caches) != 3 || caches[2].HostDir != "/srv/shared/cache" || caches[2].Path != "/srv/shared/cache" || !strings.HasPrefix(caches[2].Name, "dir-cache-") || caches[2].Env != nil {
 		t.Errorf("host directory entry = %+v", caches[2:])
 	}
 	if len(notes) != 0 {
@@ -59,7 +59,7 @@ func TestGoPresetAsksGo(t *testing.T) {
 			t.Errorf("%s: host dir %q is not absolute", c.Name, c.HostDir)
 		}
 	}
-	if caches[0].Env["GOMODCACHE"] != "/cache/go-mod" || caches[1].Env["GOCACHE"] != "/cache/go-build" {
+	if caches[0].Env["GOMODCACHE"] != caches[0].Path || caches[1].Env["GOCACHE"] != caches[1].Path {
 		t.Errorf("go preset env = %v, %v", caches[0].Env, caches[1].Env)
 	}
 }
@@ -79,5 +79,24 @@ func TestCheck(t *testing.T) {
 	}
 	if !IsHostPath("/x") || IsHostPath("go") {
 		t.Error("IsHostPath")
+	}
+}
+
+// TestSandboxPath: a cache is seen at the host's own path (build caches key entries by
+// path), except where the sandbox's system or workspace lives.
+func TestSandboxPath(t *testing.T) {
+	for host, want := range map[string]string{
+		"/root/go/pkg/mod":         "/root/go/pkg/mod",
+		"/home/runner/.cache/pip":  "/home/runner/.cache/pip",
+		"/usr/local/share/cache":   "/cache/x",
+		"/etc/cache":               "/cache/x",
+		"/workspace/.cache":        "/cache/x",
+		"/cache/go":                "/cache/x",
+		"/tmp":                     "/cache/x",
+		"/opt/hostedtoolcache/gox": "/opt/hostedtoolcache/gox",
+	} {
+		if got := sandboxPath(host, "x"); got != want {
+			t.Errorf("sandboxPath(%q) = %q, want %q", host, got, want)
+		}
 	}
 }
