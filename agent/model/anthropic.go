@@ -87,6 +87,9 @@ func (w *anthropicWire) complete(ctx context.Context, req Request) (Response, er
 	if err := stream.Err(); err != nil {
 		return Response{}, anthropicError(ctx, err)
 	}
+	if !started {
+		return Response{}, &TransportError{Provider: "anthropic", Err: errors.New("the response held no stream events (does this endpoint support \"stream\": true?)")}
+	}
 	if !stopped {
 		// A body that ends cleanly but early (a proxy closing the connection between
 		// events) is as broken as a reset.
