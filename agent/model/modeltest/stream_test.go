@@ -14,8 +14,15 @@ import (
 	"github.com/talkops/talkops/agent/model/modeltest"
 )
 
-// streamRequest posts a minimal streaming Messages request and returns the response.
-func streamRequest(t *testing.T, srv *modeltest.Server) *http.Response {
+// streamed is the answer to a streaming request; the body is closed when the test ends.
+type streamed struct {
+	status      int
+	contentType string
+	body        io.Reader
+}
+
+// streamRequest posts a minimal streaming Messages request.
+func streamRequest(t *testing.T, srv *modeltest.Server) streamed {
 	t.Helper()
 	body := `{"model":"claude-test","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}],
 		"tools":[{"name":"execute","input_schema":{"type":"object"}}]}`
@@ -26,7 +33,7 @@ func streamRequest(t *testing.T, srv *modeltest.Server) *http.Response {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return streamed{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body}
 }
 
 type wireEvent struct {
@@ -88,10 +95,10 @@ func TestStreamWireFormat(t *testing.T) {
 	defer srv.Close()
 
 	resp := streamRequest(t, srv)
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || resp.StatusCode != 200 {
-		t.Fatalf("status %d, content type %q", resp.StatusCode, ct)
+	if resp.contentType != "text/event-stream" || resp.status != 200 {
+		t.Fatalf("status %d, content type %q", resp.status, resp.contentType)
 	}
-	events, err := readEvents(t, resp.Body)
+	events, err := readEvents(t, resp.body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +132,7 @@ func TestStreamWireFormat(t *testing.T) {
 		t.Errorf("message_delta = %v", delta)
 	}
 
-	events, err = readEvents(t, streamRequest(t, srv).Body)
+	events, err = readEvents(t, streamRequest(t, srv).body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +142,7 @@ func TestStreamWireFormat(t *testing.T) {
 		t.Errorf("error event = %v", e)
 	}
 
-	events, err = readEvents(t, streamRequest(t, srv).Body)
+	events, err = readEvents(t, streamRequest(t, srv).body)
 	if err == nil || len(events) == 0 || names(events)[len(events)-1] != "content_block_delta" {
 		t.Errorf("drop step: events %v, read error %v; want a delta then a broken body", names(events), err)
 	}
