@@ -12,7 +12,7 @@
 // the money spent on the model, checked before every call against the spend so far plus an
 // estimate of the call; the context's deadline, minus FinalReserve, bounds the time; and the
 // stall watchdog ends the run when neither the model nor a tool has shown progress for
-// StallTimeout. When any of them runs out the model gets one more call, without tools, to
+// StallTimeout (progress: bytes of a streamed model reply, or output of a command). When any of them runs out the model gets one more call, without tools, to
 // give its best final answer (its max_tokens cut to what the cost budget still pays for),
 // and the Outcome is Partial with StopReason max_turns, max_cost, timeout or stalled. The
 // runner maps a partial outcome to exit code 124. Record.Turns counts the turns that could

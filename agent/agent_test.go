@@ -510,6 +510,35 @@ func TestStallWatchdog(t *testing.T) {
 			t.Errorf("outcome = partial %v stop %q final %q", out.Partial, out.StopReason, out.Final)
 		}
 	})
+	t.Run("streaming model is progress", func(t *testing.T) {
+		t.Parallel()
+		// About 2s of streaming, 50ms between events, under a 400ms watchdog.
+		long := strings.Repeat("still writing; ", 10)
+		h := newHarness(t, script(
+			modeltest.Step{Text: long, ChunkSize: 4, EventDelay: modeltest.Duration(50 * time.Millisecond)},
+		), setup{configure: func(o *agent.Options) { o.StallTimeout = 400 * time.Millisecond }})
+		out, err := h.agent.Run(t.Context(), "task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.StopReason != agent.StopDone || strings.TrimSpace(out.Final) != strings.TrimSpace(long) {
+			t.Errorf("a model streaming every 50ms was treated as stalled: stop %q final %q", out.StopReason, out.Final)
+		}
+	})
+	t.Run("stream goes silent", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, script(
+			modeltest.Step{Text: "never", Silence: modeltest.Duration(time.Minute)},
+			modeltest.Step{Text: "stalled summary"},
+		), setup{configure: func(o *agent.Options) { o.StallTimeout = 400 * time.Millisecond }})
+		out, err := h.agent.Run(t.Context(), "task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.Partial || out.StopReason != agent.StopStalled || out.Final != "stalled summary" {
+			t.Errorf("outcome = partial %v stop %q final %q", out.Partial, out.StopReason, out.Final)
+		}
+	})
 	t.Run("silent command", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, loopResponder("sleep 30"), setup{configure: func(o *agent.Options) { o.StallTimeout = 500 * time.Millisecond }})

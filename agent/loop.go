@@ -311,6 +311,7 @@ func (a *Agent) call(ctx context.Context, final bool, maxTokens int) (model.Resp
 	a.sent = len(a.messages)
 	a.lastCallLen = len(a.messages)
 	a.beat()
+	ctx = model.WithProgress(ctx, a.beat) // a streaming reply is progress
 	ctx = model.WithRetryHook(ctx, func(e model.RetryEvent) {
 		a.beat()
 		a.rec.warn("retry", "%v; retrying in %s (attempt %d)", e.Err, e.Wait.Round(time.Millisecond), e.Attempt+1)

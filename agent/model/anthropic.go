@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -13,8 +14,16 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 )
 
-// anthropicWire speaks the Anthropic Messages API (POST /v1/messages, non-streaming)
-// through the official SDK.
+// anthropicWire speaks the Anthropic Messages API (POST /v1/messages with "stream": true)
+// through the official SDK, accumulating the server-sent events into one reply.
+//
+// Streaming lets the caller see progress (see WithProgress): every byte of the event
+// stream, pings included, counts, so a model that is slowly writing a long reply is told
+// apart from a connection that went silent. A stream that breaks, whether before or after
+// output started (a dropped connection, an "error" event such as overloaded_error), fails
+// the attempt as a whole: the partial reply is discarded and RetryPolicy decides, exactly
+// as for an error before any output, whether the request (which is idempotent) is sent
+// again.
 type anthropicWire struct {
 	client    anthropic.Client
 	model     string
@@ -30,9 +39,9 @@ func newAnthropic(name, baseURL, key string, hc *http.Client, cfg config) *anthr
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0), // RetryPolicy retries
 		option.WithAPIKey(key),
-		// An explicit timeout also lifts the SDK's refusal of large max_tokens without
-		// streaming; the caller's context bounds the call as well.
+		// One attempt, stream included, is bounded by this and by the caller's context.
 		option.WithRequestTimeout(cfg.requestTimeout),
+		option.WithMiddleware(reportProgress),
 	}
 	if baseURL != "" {
 		opts = append(opts, option.WithBaseURL(baseURL))
@@ -50,14 +59,69 @@ func (w *anthropicWire) complete(ctx context.Context, req Request) (Response, er
 	if err != nil {
 		return Response{}, err
 	}
-	msg, err := w.client.Messages.New(ctx, params)
-	if err != nil {
+	stream := w.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var msg anthropic.Message
+	// The tool inputs as streamed: Accumulate replaces input that is not valid JSON with
+	// {}, but the agent must see malformed arguments to report them to the model.
+	inputs := map[int64][]byte{}
+	started, stopped := false, false
+	for stream.Next() {
+		ev := stream.Current()
+		if !started && ev.Type != "message_start" {
+			return Response{}, &TransportError{Provider: "anthropic", Err: fmt.Errorf("event stream began with %q, not message_start", ev.Type)}
+		}
+		started = true
+		if err := msg.Accumulate(ev); err != nil {
+			return Response{}, &TransportError{Provider: "anthropic", Err: fmt.Errorf("malformed event stream: %w", err)}
+		}
+		switch ev.Type {
+		case "content_block_delta":
+			if ev.Delta.Type == "input_json_delta" {
+				inputs[ev.Index] = append(inputs[ev.Index], ev.Delta.PartialJSON...)
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
 		return Response{}, anthropicError(ctx, err)
 	}
-	if msg == nil { // a 200 whose body is JSON null decodes without error
-		return Response{}, &TransportError{Provider: "anthropic", Err: errors.New("response body is null")}
+	if !started {
+		return Response{}, &TransportError{Provider: "anthropic", Err: errors.New("the response held no stream events (does this endpoint support \"stream\": true?)")}
 	}
-	return anthropicResponse(msg), nil
+	if !stopped {
+		// A body that ends cleanly but early (a proxy closing the connection between
+		// events) is as broken as a reset.
+		return Response{}, &TransportError{Provider: "anthropic", Err: errors.New("event stream ended before message_stop")}
+	}
+	for i, in := range inputs {
+		msg.Content[i].Input = in
+	}
+	return anthropicResponse(&msg), nil
+}
+
+// reportProgress makes every read of a response body a sign of progress for the call's
+// context (see WithProgress).
+func reportProgress(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	resp, err := next(req)
+	if fn := progressFunc(req.Context()); fn != nil && resp != nil && resp.Body != nil {
+		resp.Body = &progressBody{ReadCloser: resp.Body, progress: fn}
+	}
+	return resp, err
+}
+
+type progressBody struct {
+	io.ReadCloser
+	progress func()
+}
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.progress()
+	}
+	return n, err
 }
 
 func (w *anthropicWire) params(req Request) (anthropic.MessageNewParams, error) {
@@ -268,6 +332,12 @@ func anthropicError(ctx context.Context, err error) error {
 	if errors.As(err, &apiErr) {
 		e := &APIError{Provider: "anthropic", Status: apiErr.StatusCode, RequestID: apiErr.RequestID}
 		e.Type, e.Message = errorBody(apiErr.RawJSON())
+		if e.Status == http.StatusOK {
+			// An "error" event inside a 200 stream: give it the status the same error
+			// has before a stream starts, so RetryPolicy treats both alike.
+			e.Status = streamErrorStatus(e.Type)
+			e.Message = "error event mid-stream: " + e.Message
+		}
 		if apiErr.Response != nil {
 			e.RetryAfter = parseRetryAfter(apiErr.Response.Header, time.Now())
 			if e.RequestID == "" {
@@ -277,6 +347,30 @@ func anthropicError(ctx context.Context, err error) error {
 		return e
 	}
 	return &TransportError{Provider: "anthropic", Err: err}
+}
+
+// streamErrorStatus maps the type of an error event to the HTTP status the API uses for
+// that error type (https://docs.anthropic.com/en/api/errors).
+func streamErrorStatus(typ string) int {
+	switch typ {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "timeout_error":
+		return http.StatusGatewayTimeout
+	case "overloaded_error":
+		return 529
+	}
+	return http.StatusInternalServerError // api_error and types unknown today
 }
 
 // errorBody extracts the type and message of an error body in either provider's shape:

@@ -8,6 +8,7 @@
 // "openai:gpt-4.1"; the returned Model retries rate limits, server errors and dropped
 // connections itself (see RetryPolicy) and reports failures as *APIError or
 // ErrNoCredentials so the CLI can pick an exit code with errors.As and errors.Is.
+// Anthropic replies are streamed; WithProgress lets a caller watch the bytes arrive.
 package model
 
 import (

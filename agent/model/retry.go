@@ -88,6 +88,21 @@ type RetryEvent struct {
 
 type retryHookKey struct{}
 
+type progressKey struct{}
+
+// WithProgress returns a context under which a Model call reports each sign of life from
+// the provider to progress: for a streamed reply, every chunk of bytes received. The agent
+// feeds its stall watchdog with it, so a slow but streaming reply is not a stall.
+// progress must be cheap and safe for concurrent use.
+func WithProgress(ctx context.Context, progress func()) context.Context {
+	return context.WithValue(ctx, progressKey{}, progress)
+}
+
+func progressFunc(ctx context.Context) func() {
+	f, _ := ctx.Value(progressKey{}).(func())
+	return f
+}
+
 // WithRetryHook returns a context under which every retry of a Model call reports to hook
 // before it waits (like net/http/httptrace). The agent uses it to emit warnings.
 func WithRetryHook(ctx context.Context, hook func(RetryEvent)) context.Context {

@@ -255,3 +255,59 @@ func TestRubricJudgeEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentStreamingEndToEnd runs a real talkops process against streamed Anthropic
+// replies: a slow stream longer than the stall timeout completes, a stream that goes
+// silent ends the run as stalled (exit 124), and an overloaded_error event after output
+// started is retried as a whole request.
+func TestAgentStreamingEndToEnd(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("streaming slowly; ", 12)
+	tests := []struct {
+		name  string
+		steps []modeltest.Step
+		want  int
+		stop  string
+		final string
+		calls int
+	}{
+		{name: "slow stream is progress", want: 0, stop: "done", final: strings.TrimSpace(long), calls: 1,
+			steps: []modeltest.Step{{Text: long, ChunkSize: 8, EventDelay: modeltest.Duration(60 * time.Millisecond)}}},
+		{name: "silent stream stalls", want: 124, stop: "stalled", final: "summary after the stall", calls: 2,
+			steps: []modeltest.Step{{Text: "never", Silence: modeltest.Duration(time.Minute)}, {Text: "summary after the stall"}}},
+		{name: "error event retried", want: 0, stop: "done", final: "answer after the retry", calls: 2,
+			steps: []modeltest.Step{{Text: "a partial answer that is dropped", StreamError: "overloaded_error", ErrorMessage: "Overloaded"}, {Text: "answer after the retry"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := modeltest.NewServer(modeltest.Script{Steps: tc.steps})
+			t.Cleanup(srv.Close)
+			dir := project(t, nil)
+			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey, "TALKOPS_STALL_TIMEOUT": "1s"})
+			cmd, out := startTalkops(t, dir, env, "-p", "answer", "-y", "--model", "anthropic:claude-test", "--base-url", srv.URL)
+			if code := waitExit(t, cmd, 60*time.Second); code != tc.want {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.want, out)
+			}
+			r := readResult(t, dir)
+			if r.Agent == nil || r.Agent.StopReason != tc.stop {
+				t.Errorf("result.json agent = %+v, want stop %q", r.Agent, tc.stop)
+			}
+			if !strings.Contains(out.String(), tc.final) {
+				t.Errorf("the final answer %q is not in the output:\n%s", tc.final, out)
+			}
+			if strings.Contains(out.String(), "partial answer") {
+				t.Errorf("the broken stream's partial reply reached the output:\n%s", out)
+			}
+			calls := srv.Calls()
+			if len(calls) != tc.calls {
+				t.Errorf("server saw %d calls, want %d", len(calls), tc.calls)
+			}
+			for _, c := range calls {
+				if !c.Stream {
+					t.Errorf("call %d did not ask for a stream", c.N)
+				}
+			}
+		})
+	}
+}

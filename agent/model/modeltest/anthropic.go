@@ -3,7 +3,10 @@ package modeltest
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/talkops/talkops/agent/model"
 )
@@ -88,6 +91,7 @@ func decodeAnthropic(body []byte, c *Call) string {
 		return "request body is not valid JSON: " + err.Error()
 	}
 	c.Model = req.Model
+	c.Stream = req.Stream
 	if req.MaxTokens != nil {
 		c.MaxTokens = *req.MaxTokens
 	}
@@ -101,8 +105,6 @@ func decodeAnthropic(body []byte, c *Call) string {
 		return "model: Field required"
 	case req.MaxTokens == nil || *req.MaxTokens <= 0:
 		return "max_tokens: Field required and must be positive"
-	case req.Stream:
-		return "modeltest: streaming is not supported by this fake"
 	case len(req.Messages) == 0:
 		return "messages: at least one message is required"
 	}
@@ -288,4 +290,174 @@ func anthropicReply(c Call, st Step) map[string]any {
 			"cache_read_input_tokens":     u.CacheReadTokens,
 		},
 	}
+}
+
+// sseEvent is one server-sent event of an Anthropic stream.
+type sseEvent struct {
+	name string
+	data any
+}
+
+// defaultChunkSize is how many bytes of text or tool input one delta carries by default.
+const defaultChunkSize = 16
+
+// anthropicEvents is the reply to c as the event stream the Messages API sends with
+// "stream": true, and the index of the event after which a Drop or StreamError step breaks
+// the stream (right after the first content delta, so output has started).
+func anthropicEvents(c Call, st Step) (events []sseEvent, breakAt int) {
+	reply := anthropicReply(c, st)
+	u := estimate(c, st)
+	size := st.ChunkSize
+	if size <= 0 {
+		size = defaultChunkSize
+	}
+	start := map[string]any{}
+	for k, v := range reply {
+		start[k] = v
+	}
+	start["content"] = []any{}
+	start["stop_reason"] = nil
+	// Input and cache counts come with message_start, output tokens with message_delta.
+	start["usage"] = map[string]any{
+		"input_tokens":                u.InputTokens,
+		"output_tokens":               1,
+		"cache_creation_input_tokens": u.CacheWriteTokens,
+		"cache_read_input_tokens":     u.CacheReadTokens,
+	}
+	events = append(events,
+		sseEvent{"message_start", map[string]any{"type": "message_start", "message": start}},
+		sseEvent{"ping", map[string]any{"type": "ping"}})
+	for i, block := range reply["content"].([]map[string]any) {
+		var deltaType, field, whole string
+		startBlock := map[string]any{}
+		for k, v := range block {
+			startBlock[k] = v
+		}
+		if block["type"] == "text" {
+			deltaType, field, whole = "text_delta", "text", block["text"].(string)
+			startBlock["text"] = ""
+		} else {
+			deltaType, field = "input_json_delta", "partial_json"
+			switch in := block["input"].(type) {
+			case string: // RawArguments: sent as the raw JSON text, malformed or not
+				whole = in
+			case json.RawMessage:
+				whole = string(in)
+			}
+			startBlock["input"] = map[string]any{}
+		}
+		events = append(events, sseEvent{"content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": startBlock}})
+		for _, piece := range chunks(whole, size) {
+			events = append(events, sseEvent{"content_block_delta", map[string]any{
+				"type": "content_block_delta", "index": i, "delta": map[string]any{"type": deltaType, field: piece}}})
+			if breakAt == 0 {
+				breakAt = len(events)
+			}
+		}
+		events = append(events, sseEvent{"content_block_stop", map[string]any{"type": "content_block_stop", "index": i}})
+	}
+	if breakAt == 0 {
+		breakAt = 2 // no content: break after message_start and ping
+	}
+	events = append(events,
+		sseEvent{"message_delta", map[string]any{
+			"type":  "message_delta",
+			"delta": map[string]any{"stop_reason": reply["stop_reason"], "stop_sequence": nil},
+			"usage": map[string]any{"output_tokens": u.OutputTokens},
+		}},
+		sseEvent{"message_stop", map[string]any{"type": "message_stop"}})
+	return events, breakAt
+}
+
+// chunks splits s into pieces of at most size bytes, never inside a UTF-8 sequence.
+func chunks(s string, size int) []string {
+	var out []string
+	for len(s) > 0 {
+		n := min(size, len(s))
+		for n < len(s) && !utf8.RuneStart(s[n]) {
+			n++
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}
+
+func encodeEvent(e sseEvent) []byte {
+	data, _ := json.Marshal(e.data) // maps of JSON values always marshal
+	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", e.name, data)
+}
+
+// streamAnthropic answers a streaming request with server-sent events, pausing
+// st.EventDelay between events and st.Silence after the opening ones. A StreamError step
+// ends with an error event after the first content delta; a Drop step cuts the connection
+// there.
+func streamAnthropic(w http.ResponseWriter, r *http.Request, c Call, st Step) {
+	events, breakAt := anthropicEvents(c, st)
+	if st.Drop {
+		dropStream(w, events[:breakAt])
+		return
+	}
+	if st.StreamError != "" {
+		msg := st.ErrorMessage
+		if msg == "" {
+			msg = "modeltest: scripted " + st.StreamError
+		}
+		events = append(events[:breakAt:breakAt], sseEvent{"error", map[string]any{
+			"type": "error", "error": map[string]any{"type": st.StreamError, "message": msg}}})
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("request-id", fmt.Sprintf("req_fake_%d", c.N))
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for i, e := range events {
+		wait := time.Duration(st.EventDelay)
+		if i == 2 {
+			wait += time.Duration(st.Silence)
+		}
+		if i > 0 && wait > 0 && !sleepOrDone(r, wait) {
+			return
+		}
+		if _, err := w.Write(encodeEvent(e)); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}
+
+func sleepOrDone(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// dropStream sends a 200 event stream with the given events in chunked encoding, then
+// closes the connection in the middle of the next chunk: the client sees the stream die
+// after output started.
+func dropStream(w http.ResponseWriter, events []sseEvent) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "modeltest: cannot drop the connection (no hijacker)", http.StatusInternalServerError)
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprint(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+	for _, e := range events {
+		data := encodeEvent(e)
+		fmt.Fprintf(buf, "%x\r\n%s\r\n", len(data), data)
+	}
+	fmt.Fprintf(buf, "400\r\nevent: content_block_delta\ndata: {\"type\":\"content_")
+	buf.Flush()
 }

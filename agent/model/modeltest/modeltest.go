@@ -24,7 +24,19 @@
 //     length, content_filter) and usage with prompt_tokens_details.cached_tokens; errors
 //     as {"error":{"message","type","param","code"}} with x-request-id.
 //
-// Streaming ("stream": true) is not supported and answered with 400. Both formats check
+// Anthropic streaming ("stream": true, which the talkops client always uses) is answered
+// with a text/event-stream in the API's event sequence: message_start (id, model, usage
+// with input and cache tokens), a ping, then per content block content_block_start,
+// content_block_delta (text_delta, or input_json_delta carrying the tool input JSON in
+// pieces of Step.ChunkSize bytes, sent verbatim so it can be malformed) and
+// content_block_stop, then message_delta (stop_reason, output_tokens) and message_stop.
+// Faults in a stream come after the first content delta, once output has started: an
+// "error" event (Step.StreamError, e.g. overloaded_error) or a connection cut in the
+// middle of a chunk (Step.Drop). Step.EventDelay paces the events (a slow model) and
+// Step.Silence pauses after the opening events (a stream that went quiet). Error statuses
+// (Step.Status) are plain JSON answers before any stream, as the API sends them. Not
+// covered: thinking, citations and server-tool blocks, and OpenAI streaming (an OpenAI
+// request with "stream": true is answered with 400). Both formats check
 // what the real APIs check and a client could get wrong — roles alternate (Anthropic),
 // every tool call is answered by a tool result with its id, no empty text blocks, tools
 // are defined when the history holds tool blocks — and answer 400 invalid_request_error
@@ -82,9 +94,24 @@ type Step struct {
 	// Headers are added to the response (e.g. "Retry-After": "1").
 	Headers map[string]string `json:"headers,omitempty"`
 	// Drop sends a 200 status, headers and part of the body, then closes the connection.
+	// A streamed reply is cut after its first content delta, so output has started.
 	Drop bool `json:"drop,omitempty"`
 	// Delay waits this long before answering, or until the client goes away.
 	Delay Duration `json:"delay,omitempty"`
+
+	// The fields below shape a streamed (Anthropic "stream": true) reply only.
+
+	// StreamError ends the stream after its first content delta with an error event of
+	// this type (e.g. "overloaded_error") and the message ErrorMessage.
+	StreamError string `json:"stream_error,omitempty"`
+	// ChunkSize is how many bytes of text or tool input JSON one delta carries
+	// (default 16).
+	ChunkSize int `json:"chunk_size,omitempty"`
+	// EventDelay is the pause before every event after the first: a model writing slowly.
+	EventDelay Duration `json:"event_delay,omitempty"`
+	// Silence is a pause after message_start and the first ping, before any content: a
+	// stream that started, then went quiet.
+	Silence Duration `json:"silence,omitempty"`
 	// Repeat keeps answering with this step for every later call.
 	Repeat bool `json:"repeat,omitempty"`
 }
@@ -157,6 +184,8 @@ type Call struct {
 	MaxTokens int `json:"max_tokens"`
 	// ToolChoice is the tool_choice type ("" when absent).
 	ToolChoice string `json:"tool_choice,omitempty"`
+	// Stream is set when the request asked for a streamed reply ("stream": true).
+	Stream bool `json:"stream,omitempty"`
 	// Invalid is the reason the request was rejected with 400, if it was.
 	Invalid string `json:"invalid,omitempty"`
 }
@@ -342,6 +371,8 @@ func (s *Server) handle(format string) http.HandlerFunc {
 			w.Header().Set(k, v)
 		}
 		switch {
+		case format == "anthropic" && c.Stream && st.Status == 0:
+			streamAnthropic(w, r, c, st)
 		case st.Drop:
 			drop(w, format)
 		case st.Status != 0:
