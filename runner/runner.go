@@ -558,21 +558,8 @@ func (r *run) teardown(parent context.Context) {
 		r.res.Teardown = &result.Teardown{Status: "none"}
 		return
 	}
-	budget := r.opts.TeardownTimeout
-	if parent.Err() != nil {
-		budget = r.opts.InterruptTeardownTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), budget)
+	ctx, cancel := r.teardownContext(parent)
 	defer cancel()
-	if r.opts.Force != nil {
-		go func() {
-			select {
-			case <-r.opts.Force:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
 	r.mu.Lock()
 	agentCloser := r.agent
 	r.mu.Unlock()
@@ -605,6 +592,27 @@ func (r *run) teardown(parent context.Context) {
 	r.res.Stages[idx].Error = td.Error
 	r.mu.Unlock()
 	r.emit(events.Event{Type: events.TeardownFinished, Stage: StageTeardown, Message: td.Status, Data: td})
+}
+
+// teardownContext is the context a deletion runs on: it survives the run's cancellation,
+// has its own budget (shorter after a signal, to fit the cancel window), and ends early
+// on a second signal (Force).
+func (r *run) teardownContext(parent context.Context) (context.Context, context.CancelFunc) {
+	budget := r.opts.TeardownTimeout
+	if parent.Err() != nil {
+		budget = r.opts.InterruptTeardownTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), budget)
+	if r.opts.Force != nil {
+		go func() {
+			select {
+			case <-r.opts.Force:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 // finish decides the verdict and the exit code.

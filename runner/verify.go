@@ -200,21 +200,8 @@ func (r *run) closeCleanRoom(parent context.Context) {
 	if room == nil {
 		return
 	}
-	budget := r.opts.TeardownTimeout
-	if parent.Err() != nil {
-		budget = r.opts.InterruptTeardownTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), budget)
+	ctx, cancel := r.teardownContext(parent)
 	defer cancel()
-	if r.opts.Force != nil {
-		go func() {
-			select {
-			case <-r.opts.Force:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
 	var errs []error
 	status := "none"
 	if room.sb != nil {
