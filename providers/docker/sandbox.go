@@ -51,7 +51,7 @@ type Sandbox struct {
 	// plainTar: the engine is on a local socket, so uploads go as uncompressed tar.
 	plainTar bool
 	opts     resolved
-	env   map[string]string
+	env      map[string]string
 
 	mu      sync.Mutex
 	closed  bool

@@ -172,7 +172,6 @@ func Pack(ctx context.Context, root string, opts Options, w io.Writer) (Stats, e
 	return pack(ctx, root, opts, w, newCompressor, nil)
 }
 
-
 // pack is Pack with a choice of compressor and a hook called once every entry is written
 // and flushed through the compressor, before the end-of-archive blocks and the gzip
 // trailer; Sync uses it to tell that short tail from the body.
