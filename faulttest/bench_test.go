@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +25,7 @@ func BenchmarkSIGTERMToDeleted(b *testing.B) {
 		b.Run(provider, func(b *testing.B) {
 			var deleted, exited time.Duration
 			for range b.N {
-				d, e := sigtermOnce(b, provider, "")
+				d, _, e := sigtermOnce(b, provider, "")
 				deleted += d
 				exited += e
 			}
@@ -47,21 +48,24 @@ func BenchmarkSIGTERMToDeletedLargeWorkspace(b *testing.B) {
 		b.Skip("-benchtree not set")
 	}
 	talkopsBin(b)
-	var deleted, exited time.Duration
+	var deleted, volDeleted, exited time.Duration
 	for range b.N {
-		d, e := sigtermOnce(b, pDocker, *benchTree)
+		d, v, e := sigtermOnce(b, pDocker, *benchTree)
 		deleted += d
+		volDeleted += v
 		exited += e
 	}
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(deleted.Microseconds())/1000/float64(b.N), "ms-to-deleted")
+	b.ReportMetric(float64(volDeleted.Microseconds())/1000/float64(b.N), "ms-to-volume-deleted")
 	b.ReportMetric(float64(exited.Microseconds())/1000/float64(b.N), "ms-to-exit")
 }
 
 // sigtermOnce runs one check that never ends, sends SIGTERM once it runs, and returns the
-// time until the sandbox is gone (for local: until its processes are) and until exit.
+// time until the sandbox is gone (for local: until its processes are; for docker: the
+// container, its workspace volume is reported as ms-to-volume-deleted) and until exit.
 // A non-empty tree is hard-linked into the project as tree/ first.
-func sigtermOnce(b *testing.B, provider, tree string) (toDeleted, toExit time.Duration) {
+func sigtermOnce(b *testing.B, provider, tree string) (toDeleted, toVolumeDeleted, toExit time.Duration) {
 	b.Helper()
 	root := b.TempDir()
 	marker := newMarker()
@@ -106,7 +110,7 @@ func sigtermOnce(b *testing.B, provider, tree string) (toDeleted, toExit time.Du
 	for {
 		gone := !commandRunning(marker)
 		if provider != pLocal {
-			gone = gone && len(tg.alive(b, runID, pid)) == 0
+			gone = gone && !slices.ContainsFunc(tg.alive(b, runID, pid), isContainer)
 		}
 		if gone {
 			toDeleted = time.Since(t0)
@@ -117,11 +121,20 @@ func sigtermOnce(b *testing.B, provider, tree string) (toDeleted, toExit time.Du
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	if provider == pDocker {
+		for len(tg.alive(b, runID, pid)) > 0 {
+			if time.Since(t0) > time.Minute {
+				b.Fatalf("the workspace volume still exists a minute after SIGTERM")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		toVolumeDeleted = time.Since(t0)
+	}
 	code, ok := p.wait(time.Minute)
 	if !ok || code != 143 {
 		b.Fatalf("exit %d (exited: %v), want 143\n%s", code, ok, tail(p.stderr.String()))
 	}
-	return toDeleted, p.exitedAt.Sub(t0)
+	return toDeleted, toVolumeDeleted, p.exitedAt.Sub(t0)
 }
 
 // commandRunning reports whether a process carrying marker in its command line runs.
@@ -133,3 +146,6 @@ func commandRunning(marker string) bool {
 	}
 	return false
 }
+
+// isContainer tells a container from a workspace volume in dockerAlive's list.
+func isContainer(id string) bool { return !strings.HasPrefix(id, volumePrefix) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/talkops/talkops/providers"
@@ -284,12 +285,29 @@ func dockerAlive(t testing.TB, engine, runID string, pid int) []string {
 		t.Errorf("docker ps: %v", err)
 		return nil
 	}
+	ours := func(labels map[string]string) bool {
+		return (runID != "" && labels[providers.LabelRunID] == runID) || (pid > 0 && labels["talkops.owner-pid"] == strconv.Itoa(pid))
+	}
 	var ids []string
 	for _, c := range list {
-		if (runID != "" && c.Labels[providers.LabelRunID] == runID) || (pid > 0 && c.Labels["talkops.owner-pid"] == strconv.Itoa(pid)) {
+		if ours(c.Labels) {
 			ids = append(ids, c.ID[:12])
+		}
+	}
+	// The workspace volumes too: teardown and gc must remove them as well.
+	vols, err := cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", providers.LabelCreatedBy+"=talkops"))})
+	if err != nil {
+		t.Errorf("docker volume ls: %v", err)
+		return nil
+	}
+	for _, v := range vols.Volumes {
+		if ours(v.Labels) {
+			ids = append(ids, volumePrefix+v.Name)
 		}
 	}
 	slices.Sort(ids)
 	return ids
 }
+
+// volumePrefix marks the volumes in dockerAlive's list.
+const volumePrefix = "volume:"

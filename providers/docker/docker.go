@@ -176,7 +176,10 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	vol, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels})
 	if err != nil {
 		if ctx.Err() != nil {
-			err = ctx.Err()
+			// The engine may have made it after the request was given up on.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeByNameTimeout)
+			defer cancel()
+			err = errors.Join(ctx.Err(), removeVolume(rctx, cli, name))
 		}
 		return nil, fmt.Errorf("create docker sandbox: create workspace volume %s: %w", name, err)
 	}
@@ -617,10 +620,34 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		}
 		return nil
 	}
+	info, err := cli.ContainerInspect(ctx, id)
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
+	}
 	if err := removeContainer(ctx, cli, id); err != nil {
 		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
 	}
+	if vol := workspaceVolume(info); vol != "" {
+		if err := removeVolume(ctx, cli, vol); err != nil {
+			return fmt.Errorf("delete docker sandbox %s: remove workspace volume %s: %w", id, vol, err)
+		}
+	}
 	return nil
+}
+
+// workspaceVolume names the container's workspace volume: the volume Create mounted,
+// which has the container's name. "" for a container without one.
+func workspaceVolume(info container.InspectResponse) string {
+	name := strings.TrimPrefix(info.Name, "/")
+	for _, m := range info.Mounts {
+		if m.Type == mount.TypeVolume && m.Name == name && strings.HasPrefix(name, NamePrefix) {
+			return name
+		}
+	}
+	return ""
 }
 
 func checkEnv(env map[string]string) error {
