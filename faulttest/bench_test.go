@@ -4,7 +4,6 @@ import (
 	"flag"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -109,8 +108,12 @@ func sigtermOnce(b *testing.B, provider, tree string) (toDeleted, toVolumeDelete
 	}
 	for {
 		gone := !commandRunning(marker)
-		if provider != pLocal {
-			gone = gone && !slices.ContainsFunc(tg.alive(b, runID, pid), isContainer)
+		switch provider {
+		case pLocal:
+		case pDocker:
+			gone = gone && len(dockerLeft(b, tg.dockerEngine, runID, pid, false)) == 0
+		default:
+			gone = gone && len(tg.alive(b, runID, pid)) == 0
 		}
 		if gone {
 			toDeleted = time.Since(t0)
@@ -146,6 +149,3 @@ func commandRunning(marker string) bool {
 	}
 	return false
 }
-
-// isContainer tells a container from a workspace volume in dockerAlive's list.
-func isContainer(id string) bool { return !strings.HasPrefix(id, volumePrefix) }

@@ -63,6 +63,8 @@ type target struct {
 	env   map[string]string
 	files map[string]string
 	proxy *faultProxy
+	// dockerEngine is the engine behind the proxy (docker only).
+	dockerEngine string
 	// routes are the proxy paths of each operation (proxied targets only).
 	routes map[string]route
 	// cloud is the fake service (cloud targets only).
@@ -163,6 +165,7 @@ func newTarget(t testing.TB, name, root, fakeFaults string) *target {
 			opDelete:  {"DELETE", `/containers/[^/]+$`},
 		}
 		tg.alive = func(t testing.TB, runID string, pid int) []string { return dockerAlive(t, engine, runID, pid) }
+		tg.dockerEngine = engine
 	case pDaytona:
 		s := daytonafake.New("key")
 		t.Cleanup(s.Close)
@@ -270,6 +273,11 @@ func stateIDs(t testing.TB, root, provider string) []string {
 // dockerAlive lists containers of the run (by run id label) or of the talkops process
 // (by owner pid label) on the engine itself, not through the proxy.
 func dockerAlive(t testing.TB, engine, runID string, pid int) []string {
+	return dockerLeft(t, engine, runID, pid, true)
+}
+
+// dockerLeft is dockerAlive, with or without the volumes.
+func dockerLeft(t testing.TB, engine, runID string, pid int, withVolumes bool) []string {
 	t.Helper()
 	cli, err := client.NewClientWithOpts(client.WithHost(engine), client.WithAPIVersionNegotiation())
 	if err != nil {
@@ -294,7 +302,12 @@ func dockerAlive(t testing.TB, engine, runID string, pid int) []string {
 			ids = append(ids, c.ID[:12])
 		}
 	}
-	// The workspace volumes too: teardown and gc must remove them as well.
+	if !withVolumes {
+		slices.Sort(ids)
+		return ids
+	}
+	// The workspace volumes too: teardown and gc must remove them as well. (Listing
+	// volumes waits while the engine removes one, so timing containers leaves them out.)
 	vols, err := cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", providers.LabelCreatedBy+"=talkops"))})
 	if err != nil {
 		t.Errorf("docker volume ls: %v", err)
