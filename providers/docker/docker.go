@@ -176,10 +176,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	vol, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels})
 	if err != nil {
 		if ctx.Err() != nil {
-			// The engine may have made it after the request was given up on.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeByNameTimeout)
-			defer cancel()
-			err = errors.Join(ctx.Err(), removeVolume(rctx, cli, name))
+			err = errors.Join(ctx.Err(), removeVolumeByName(ctx, cli, name))
 		}
 		return nil, fmt.Errorf("create docker sandbox: create workspace volume %s: %w", name, err)
 	}
@@ -388,10 +385,52 @@ func removeVolume(ctx context.Context, cli *client.Client, name string) error {
 			return errors.Join(err, rerr)
 		}
 	}
-	if err := cli.VolumeRemove(ctx, name, false); err != nil && !cerrdefs.IsNotFound(err) {
-		return err
+	// A container another remover is still removing holds the volume a little longer.
+	wctx, cancel := context.WithTimeout(ctx, removalWait)
+	defer cancel()
+	for {
+		err := cli.VolumeRemove(wctx, name, false)
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if !cerrdefs.IsConflict(err) {
+			return err
+		}
+		select {
+		case <-wctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return nil
+}
+
+// removeVolumeByName is removeByName for the workspace volume of a create that was given
+// up on: the engine may still make it a moment later.
+func removeVolumeByName(ctx context.Context, cli *client.Client, name string) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeByNameTimeout)
+	defer cancel()
+	for {
+		ictx, icancel := context.WithTimeout(rctx, 500*time.Millisecond)
+		_, err := cli.VolumeInspect(ictx, name)
+		icancel()
+		switch {
+		case err == nil:
+			if err := removeVolume(rctx, cli, name); err != nil {
+				return fmt.Errorf("remove volume %s after the failed create (gc removes it later): %w", name, err)
+			}
+			return nil
+		case !cerrdefs.IsNotFound(err):
+			if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("look for volume %s after the failed create (gc removes it later): %w", name, err)
+		}
+		select {
+		case <-rctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // isRemovalInProgress reports the engine's answer to a remove while another runs.
