@@ -1,5 +1,6 @@
-// Package workspace copies a project into a sandbox as one streamed, gzip-compressed tar,
-// honouring .gitignore, a skip list and size limit, and withholding secrets.
+// Package workspace copies a project into a sandbox as one streamed, gzip-compressed tar
+// (a plain tar for a sandbox that asks for one), honouring .gitignore, a skip list and size
+// limit, and withholding secrets.
 //
 // Pack walks the project and writes the archive as it goes, so memory stays flat whatever
 // the size of the tree: only one directory's entries per level of depth, the .gitignore
