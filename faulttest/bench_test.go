@@ -1,6 +1,8 @@
 package faulttest
 
 import (
+	"flag"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,7 +24,7 @@ func BenchmarkSIGTERMToDeleted(b *testing.B) {
 		b.Run(provider, func(b *testing.B) {
 			var deleted, exited time.Duration
 			for range b.N {
-				d, e := sigtermOnce(b, provider)
+				d, _, e := sigtermOnce(b, provider, "")
 				deleted += d
 				exited += e
 			}
@@ -33,9 +35,36 @@ func BenchmarkSIGTERMToDeleted(b *testing.B) {
 	}
 }
 
+var benchTree = flag.String("benchtree", "", "directory BenchmarkSIGTERMToDeletedLargeWorkspace puts in the project (make one with providers/workspace/internal/gentree)")
+
+// BenchmarkSIGTERMToDeletedLargeWorkspace is BenchmarkSIGTERMToDeleted on docker with a
+// large tree synced into the workspace, so that teardown has that many files to remove:
+//
+//	go run ./providers/workspace/internal/gentree -dir /tmp/tree -files 20000 -size 200MB
+//	go test ./faulttest -run '^$' -bench SIGTERMToDeletedLargeWorkspace -benchtime 3x -benchtree /tmp/tree
+func BenchmarkSIGTERMToDeletedLargeWorkspace(b *testing.B) {
+	if *benchTree == "" {
+		b.Skip("-benchtree not set")
+	}
+	talkopsBin(b)
+	var deleted, volDeleted, exited time.Duration
+	for range b.N {
+		d, v, e := sigtermOnce(b, pDocker, *benchTree)
+		deleted += d
+		volDeleted += v
+		exited += e
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(deleted.Microseconds())/1000/float64(b.N), "ms-to-deleted")
+	b.ReportMetric(float64(volDeleted.Microseconds())/1000/float64(b.N), "ms-to-volume-deleted")
+	b.ReportMetric(float64(exited.Microseconds())/1000/float64(b.N), "ms-to-exit")
+}
+
 // sigtermOnce runs one check that never ends, sends SIGTERM once it runs, and returns the
-// time until the sandbox is gone (for local: until its processes are) and until exit.
-func sigtermOnce(b *testing.B, provider string) (toDeleted, toExit time.Duration) {
+// time until the sandbox is gone (for local: until its processes are; for docker: the
+// container, its workspace volume is reported as ms-to-volume-deleted) and until exit.
+// A non-empty tree is hard-linked into the project as tree/ first.
+func sigtermOnce(b *testing.B, provider, tree string) (toDeleted, toVolumeDeleted, toExit time.Duration) {
 	b.Helper()
 	root := b.TempDir()
 	marker := newMarker()
@@ -50,6 +79,11 @@ func sigtermOnce(b *testing.B, provider string) (toDeleted, toExit time.Duration
 	}
 	writeFiles(b, dir, files)
 	writeFiles(b, root, map[string]string{"project/.git/HEAD": "", "home/.keep": "", "tmp/.keep": ""})
+	if tree != "" {
+		if out, err := exec.Command("cp", "-al", tree, filepath.Join(dir, "tree")).CombinedOutput(); err != nil {
+			b.Fatalf("cp -al %s: %v\n%s", tree, err, out)
+		}
+	}
 	env := hermeticEnv(root, marker)
 	for k, v := range tg.env {
 		env[k] = v
@@ -74,7 +108,11 @@ func sigtermOnce(b *testing.B, provider string) (toDeleted, toExit time.Duration
 	}
 	for {
 		gone := !commandRunning(marker)
-		if provider != pLocal {
+		switch provider {
+		case pLocal:
+		case pDocker:
+			gone = gone && len(dockerLeft(b, tg.dockerEngine, runID, pid, false)) == 0
+		default:
 			gone = gone && len(tg.alive(b, runID, pid)) == 0
 		}
 		if gone {
@@ -86,11 +124,20 @@ func sigtermOnce(b *testing.B, provider string) (toDeleted, toExit time.Duration
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	if provider == pDocker {
+		for len(tg.alive(b, runID, pid)) > 0 {
+			if time.Since(t0) > time.Minute {
+				b.Fatalf("the workspace volume still exists a minute after SIGTERM")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		toVolumeDeleted = time.Since(t0)
+	}
 	code, ok := p.wait(time.Minute)
 	if !ok || code != 143 {
 		b.Fatalf("exit %d (exited: %v), want 143\n%s", code, ok, tail(p.stderr.String()))
 	}
-	return toDeleted, p.exitedAt.Sub(t0)
+	return toDeleted, toVolumeDeleted, p.exitedAt.Sub(t0)
 }
 
 // commandRunning reports whether a process carrying marker in its command line runs.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/talkops/talkops/providers"
@@ -62,6 +63,8 @@ type target struct {
 	env   map[string]string
 	files map[string]string
 	proxy *faultProxy
+	// dockerEngine is the engine behind the proxy (docker only).
+	dockerEngine string
 	// routes are the proxy paths of each operation (proxied targets only).
 	routes map[string]route
 	// cloud is the fake service (cloud targets only).
@@ -162,6 +165,7 @@ func newTarget(t testing.TB, name, root, fakeFaults string) *target {
 			opDelete:  {"DELETE", `/containers/[^/]+$`},
 		}
 		tg.alive = func(t testing.TB, runID string, pid int) []string { return dockerAlive(t, engine, runID, pid) }
+		tg.dockerEngine = engine
 	case pDaytona:
 		s := daytonafake.New("key")
 		t.Cleanup(s.Close)
@@ -269,6 +273,11 @@ func stateIDs(t testing.TB, root, provider string) []string {
 // dockerAlive lists containers of the run (by run id label) or of the talkops process
 // (by owner pid label) on the engine itself, not through the proxy.
 func dockerAlive(t testing.TB, engine, runID string, pid int) []string {
+	return dockerLeft(t, engine, runID, pid, true)
+}
+
+// dockerLeft is dockerAlive, with or without the volumes.
+func dockerLeft(t testing.TB, engine, runID string, pid int, withVolumes bool) []string {
 	t.Helper()
 	cli, err := client.NewClientWithOpts(client.WithHost(engine), client.WithAPIVersionNegotiation())
 	if err != nil {
@@ -284,12 +293,34 @@ func dockerAlive(t testing.TB, engine, runID string, pid int) []string {
 		t.Errorf("docker ps: %v", err)
 		return nil
 	}
+	ours := func(labels map[string]string) bool {
+		return (runID != "" && labels[providers.LabelRunID] == runID) || (pid > 0 && labels["talkops.owner-pid"] == strconv.Itoa(pid))
+	}
 	var ids []string
 	for _, c := range list {
-		if (runID != "" && c.Labels[providers.LabelRunID] == runID) || (pid > 0 && c.Labels["talkops.owner-pid"] == strconv.Itoa(pid)) {
+		if ours(c.Labels) {
 			ids = append(ids, c.ID[:12])
+		}
+	}
+	if !withVolumes {
+		slices.Sort(ids)
+		return ids
+	}
+	// The workspace volumes too: teardown and gc must remove them as well. (Listing
+	// volumes waits while the engine removes one, so timing containers leaves them out.)
+	vols, err := cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", providers.LabelCreatedBy+"=talkops"))})
+	if err != nil {
+		t.Errorf("docker volume ls: %v", err)
+		return nil
+	}
+	for _, v := range vols.Volumes {
+		if ours(v.Labels) {
+			ids = append(ids, volumePrefix+v.Name)
 		}
 	}
 	slices.Sort(ids)
 	return ids
 }
+
+// volumePrefix marks the volumes in dockerAlive's list.
+const volumePrefix = "volume:"

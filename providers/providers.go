@@ -111,6 +111,17 @@ type ProjectLayerer interface {
 	LayerProject(ctx context.Context, project string, hidden []string) error
 }
 
+// PlainTarUploader is implemented by sandboxes that can take the workspace as an
+// uncompressed tar, for when compressing it would only burn CPU (a container engine on a
+// local socket, say). Sync asks PlainTarUpload first and uses UploadTar only when it
+// reports true; otherwise the archive goes gzip-compressed through Upload.
+type PlainTarUploader interface {
+	// PlainTarUpload reports whether UploadTar is the cheaper way in for this sandbox.
+	PlainTarUpload() bool
+	// UploadTar is Upload for an uncompressed tar stream.
+	UploadTar(ctx context.Context, dir string, tar io.Reader) error
+}
+
 // Sandbox is one running sandbox. All methods are safe for concurrent use.
 type Sandbox interface {
 	// ID is the provider's id for the sandbox ("" is never valid).

@@ -71,6 +71,10 @@ func TestKilledRunIsReaped(t *testing.T) {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
 			base := isolationEnv(t, provider)
+			perRun := 1
+			if provider == "docker" {
+				perRun = 2 // the container and its workspace volume
+			}
 			for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 				t.Run(sig.String(), func(t *testing.T) {
 					dir := project(t, map[string]string{"r.toml": longCheck})
@@ -88,7 +92,7 @@ func TestKilledRunIsReaped(t *testing.T) {
 					// Wait until the check runs: the run's state entry exists and the stage is rubric.
 					runID := waitStage(t, dir, "rubric", 60*time.Second)
 					time.Sleep(300 * time.Millisecond)
-					if got := sandboxList(t, dir, env, provider, runID); len(got) != 1 {
+					if got := sandboxList(t, dir, env, provider, runID); len(got) != perRun {
 						t.Fatalf("while running, sandbox ls = %+v, want the run's sandbox", got)
 					}
 					_ = cmd.Process.Signal(sig)
@@ -102,7 +106,7 @@ func TestKilledRunIsReaped(t *testing.T) {
 							t.Fatalf("after SIGTERM the sandbox remains: %+v", got)
 						}
 					case syscall.SIGKILL:
-						if got := sandboxList(t, dir, env, provider, runID); len(got) != 1 {
+						if got := sandboxList(t, dir, env, provider, runID); len(got) != perRun {
 							t.Fatalf("after SIGKILL, sandbox ls = %+v, want the orphan", got)
 						}
 						gc := runIn(t, dir, env, "sandbox", "gc", "--provider", provider, "--older-than", "0s", "--run-id", runID)

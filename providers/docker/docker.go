@@ -26,6 +26,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/talkops/talkops/providers"
@@ -168,15 +170,31 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		labels[LabelOwnerHost] = host
 	}
 
-	id, err := p.startContainer(ctx, cli, r, name, labels, true)
+	// The working directory is a named volume of the same name and labels: removing a
+	// container whose own layer holds the workspace takes time in proportion to the files
+	// written, a container with a volume goes at once and the volume after it.
+	vol, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels})
+	if err != nil {
+		if ctx.Err() != nil {
+			err = errors.Join(ctx.Err(), removeVolumeByName(ctx, cli, name))
+		}
+		return nil, fmt.Errorf("create docker sandbox: create workspace volume %s: %w", name, err)
+	}
+	id, err := p.startContainer(ctx, cli, r, name, vol.Name, labels, true)
 	if err != nil && isInitMissing(err) {
 		// No docker-init on this engine: PID 1 becomes a reaping shell loop.
-		id, err = p.startContainer(ctx, cli, r, name, labels, false)
+		id, err = p.startContainer(ctx, cli, r, name, vol.Name, labels, false)
 	}
 	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeByNameTimeout)
+		defer cancel()
+		if verr := removeVolume(rctx, cli, vol.Name); verr != nil {
+			err = errors.Join(err, fmt.Errorf("remove workspace volume %s (gc removes it later): %w", vol.Name, verr))
+		}
 		return nil, fmt.Errorf("create docker sandbox from %s: %w", r.image, err)
 	}
-	s := &Sandbox{cli: cli, id: id, name: name, owned: true, opts: r, env: spec.Env, closing: make(chan struct{})}
+	s := &Sandbox{cli: cli, id: id, name: name, owned: true, volume: vol.Name, plainTar: isLocalEngine(cli.DaemonHost()),
+		opts: r, env: spec.Env, closing: make(chan struct{})}
 	if err := s.setupUser(ctx, true); err != nil {
 		return nil, errors.Join(fmt.Errorf("create docker sandbox: %w", err), s.remove(context.WithoutCancel(ctx)))
 	}
@@ -222,7 +240,7 @@ func (s *Sandbox) setupUser(ctx context.Context, chown bool) error {
 }
 
 // startContainer creates and starts the container; on failure it removes what it made.
-func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r resolved, name string, labels map[string]string, useInit bool) (string, error) {
+func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r resolved, name, vol string, labels map[string]string, useInit bool) (string, error) {
 	cfg := &container.Config{
 		Image:      r.image,
 		Entrypoint: keepAlive,
@@ -235,6 +253,7 @@ func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r res
 	host := &container.HostConfig{
 		NetworkMode: container.NetworkMode(r.network),
 		SecurityOpt: []string{"no-new-privileges:true"},
+		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: r.workDir}},
 		Resources: container.Resources{
 			Memory:   r.memory,
 			NanoCPUs: r.nanoCPU,
@@ -342,6 +361,76 @@ func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 		return nil
 	}
 	return err
+}
+
+// removeVolume removes a workspace volume; one that does not exist is not an error. The
+// engine refuses a volume still mounted by a container: that container (ours, labelled
+// created-by talkops, left by the same run) is removed first, so that gc can delete the
+// volume whichever of the two it comes to first.
+func removeVolume(ctx context.Context, cli *client.Client, name string) error {
+	err := cli.VolumeRemove(ctx, name, false)
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if !cerrdefs.IsConflict(err) {
+		return err
+	}
+	users, lerr := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("volume", name), filters.Arg("label", providers.LabelCreatedBy+"=talkops"))})
+	if lerr != nil {
+		return errors.Join(err, lerr)
+	}
+	for _, c := range users {
+		if rerr := removeContainer(ctx, cli, c.ID); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	// A container another remover is still removing holds the volume a little longer.
+	wctx, cancel := context.WithTimeout(ctx, removalWait)
+	defer cancel()
+	for {
+		err := cli.VolumeRemove(wctx, name, false)
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if !cerrdefs.IsConflict(err) {
+			return err
+		}
+		select {
+		case <-wctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// removeVolumeByName is removeByName for the workspace volume of a create that was given
+// up on: the engine may still make it a moment later.
+func removeVolumeByName(ctx context.Context, cli *client.Client, name string) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeByNameTimeout)
+	defer cancel()
+	for {
+		ictx, icancel := context.WithTimeout(rctx, 500*time.Millisecond)
+		_, err := cli.VolumeInspect(ictx, name)
+		icancel()
+		switch {
+		case err == nil:
+			if err := removeVolume(rctx, cli, name); err != nil {
+				return fmt.Errorf("remove volume %s after the failed create (gc removes it later): %w", name, err)
+			}
+			return nil
+		case !cerrdefs.IsNotFound(err):
+			if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("look for volume %s after the failed create (gc removes it later): %w", name, err)
+		}
+		select {
+		case <-rctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // isRemovalInProgress reports the engine's answer to a remove while another runs.
@@ -494,7 +583,8 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 	return s, nil
 }
 
-// List returns the containers labelled talkops.created-by=talkops, running or not.
+// List returns the containers labelled talkops.created-by=talkops, running or not, and
+// the workspace volumes with that label.
 func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 	cli, err := p.engine(ctx)
 	if err != nil {
@@ -522,20 +612,81 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 		}
 		out = append(out, info)
 	}
+	vols, err := cli.VolumeList(ctx, volume.ListOptions{
+		Filters: filters.NewArgs(filters.Arg("label", providers.LabelCreatedBy+"=talkops")),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list docker sandbox volumes: %w", err)
+	}
+	for _, v := range vols.Volumes {
+		info := providers.Info{
+			Provider: Name,
+			ID:       VolumeIDPrefix + v.Name,
+			RunID:    v.Labels[providers.LabelRunID],
+			State:    StateVolume,
+			Labels:   v.Labels,
+		}
+		if created, err := time.Parse(time.RFC3339, v.CreatedAt); err == nil {
+			info.CreatedAt = created.UTC()
+		}
+		if exp, err := time.Parse(time.RFC3339, v.Labels[providers.LabelExpiresAt]); err == nil {
+			info.ExpiresAt = exp.UTC()
+		}
+		out = append(out, info)
+	}
 	return out, nil
 }
 
-// Delete force-removes a container. One that is already gone, or that another process
-// is already removing, is not an error.
+// List reports a sandbox's workspace volume as an entry of its own, so that one left by
+// a teardown that ran out of time, or by a killed run, is found and deleted by gc: its ID
+// is VolumeIDPrefix and the volume's name, its state StateVolume.
+const (
+	VolumeIDPrefix = "volume:"
+	StateVolume    = "volume"
+)
+
+// Delete force-removes a container, or a workspace volume (an id List gave with
+// VolumeIDPrefix) together with any container of ours still using it. One that is already
+// gone, or a container that another process is already removing, is not an error.
 func (p *Provider) Delete(ctx context.Context, id string) error {
 	cli, err := p.engine(ctx)
+	if err != nil {
+		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
+	}
+	if name, ok := strings.CutPrefix(id, VolumeIDPrefix); ok {
+		if err := removeVolume(ctx, cli, name); err != nil {
+			return fmt.Errorf("delete docker sandbox volume %s: %w", name, err)
+		}
+		return nil
+	}
+	info, err := cli.ContainerInspect(ctx, id)
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
 	}
 	if err := removeContainer(ctx, cli, id); err != nil {
 		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
 	}
+	if vol := workspaceVolume(info); vol != "" {
+		if err := removeVolume(ctx, cli, vol); err != nil {
+			return fmt.Errorf("delete docker sandbox %s: remove workspace volume %s: %w", id, vol, err)
+		}
+	}
 	return nil
+}
+
+// workspaceVolume names the container's workspace volume: the volume Create mounted,
+// which has the container's name. "" for a container without one.
+func workspaceVolume(info container.InspectResponse) string {
+	name := strings.TrimPrefix(info.Name, "/")
+	for _, m := range info.Mounts {
+		if m.Type == mount.TypeVolume && m.Name == name && strings.HasPrefix(name, NamePrefix) {
+			return name
+		}
+	}
+	return ""
 }
 
 func checkEnv(env map[string]string) error {

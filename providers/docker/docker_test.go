@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -417,8 +418,8 @@ func TestListAttachDelete(t *testing.T) {
 	if err := att.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 1 {
-		t.Errorf("after closing the attached handle, alive = %v, want the container kept", ids)
+	if ids, _ := aliveIDs(t.Context(), p, tok); !slices.Contains(ids, sb.ID()) || len(ids) != 2 {
+		t.Errorf("after closing the attached handle, alive = %v, want the container and its volume kept", ids)
 	}
 	if err := p.Delete(t.Context(), sb.ID()); err != nil {
 		t.Fatal(err)

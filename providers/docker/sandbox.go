@@ -45,8 +45,13 @@ type Sandbox struct {
 	id    string
 	name  string
 	owned bool
-	opts  resolved
-	env   map[string]string
+	// volume is the named volume holding the working directory ("" when attached): it is
+	// removed after the container, so the container goes fast whatever the run wrote.
+	volume string
+	// plainTar: the engine is on a local socket, so uploads go as uncompressed tar.
+	plainTar bool
+	opts     resolved
+	env      map[string]string
 
 	mu      sync.Mutex
 	closed  bool
@@ -464,9 +469,29 @@ func tee(capture *providers.CappedBuffer, w io.Writer) io.Writer {
 	return io.MultiWriter(capture, w)
 }
 
+var _ providers.PlainTarUploader = (*Sandbox)(nil)
+
 // Upload extracts a gzip-compressed tar stream into dir, creating dir first. The engine
 // extracts it inside the container's file system, so no entry can reach the host.
 func (s *Sandbox) Upload(ctx context.Context, dir string, tgz io.Reader) error {
+	return s.upload(ctx, dir, tgz, true)
+}
+
+// PlainTarUpload reports whether the engine is on a local socket (unix or npipe), where
+// the archive is better sent uncompressed; over TCP gzip saves more than it costs.
+func (s *Sandbox) PlainTarUpload() bool { return s.plainTar }
+
+// UploadTar is Upload for an uncompressed tar stream (the engine takes both).
+func (s *Sandbox) UploadTar(ctx context.Context, dir string, tar io.Reader) error {
+	return s.upload(ctx, dir, tar, false)
+}
+
+// isLocalEngine reports an engine reached through a local socket rather than TCP.
+func isLocalEngine(host string) bool {
+	return strings.HasPrefix(host, "unix://") || strings.HasPrefix(host, "npipe://")
+}
+
+func (s *Sandbox) upload(ctx context.Context, dir string, archive io.Reader, gzipped bool) error {
 	if err := s.begin(); err != nil {
 		return fmt.Errorf("docker upload %s: %w", dir, err)
 	}
@@ -484,9 +509,9 @@ func (s *Sandbox) Upload(ctx context.Context, dir string, tgz io.Reader) error {
 			return fmt.Errorf("docker upload %s: %w", dst, err)
 		}
 	}
-	content := tgz
+	content := archive
 	if s.uid >= 0 {
-		content = chownTar(tgz, s.uid, s.gid)
+		content = chownTar(archive, gzipped, s.uid, s.gid)
 	}
 	err := s.cli.CopyToContainer(ctx, s.id, dst, content, container.CopyToContainerOptions{})
 	if err != nil {
@@ -541,7 +566,8 @@ type readCloser struct {
 }
 
 // Close stops running commands and force-removes the container if this process created
-// it. The second call returns nil.
+// it, then its workspace volume. A volume whose removal ctx cuts short is left, labelled,
+// for `talkops sandbox gc`. The second call returns nil.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -569,25 +595,34 @@ func (s *Sandbox) remove(ctx context.Context) error {
 	if err := removeContainer(ctx, s.cli, s.id); err != nil {
 		return fmt.Errorf("close docker sandbox %s: remove container: %w", s.id, err)
 	}
+	if s.volume == "" {
+		return nil
+	}
+	if err := removeVolume(ctx, s.cli, s.volume); err != nil {
+		return fmt.Errorf("close docker sandbox %s: remove workspace volume %s (`talkops sandbox gc` removes it later): %w", s.id, s.volume, err)
+	}
 	return nil
 }
 
-// chownTar re-encodes a gzip-compressed tar stream as a plain tar whose entries belong
-// to uid:gid, so that a non-root sandbox user owns what Upload puts in its workspace.
-func chownTar(tgz io.Reader, uid, gid int) io.Reader {
+// chownTar re-encodes a tar stream (gzip-compressed or not) as a plain tar whose entries
+// belong to uid:gid, so that a non-root sandbox user owns what Upload puts in its workspace.
+func chownTar(archive io.Reader, gzipped bool, uid, gid int) io.Reader {
 	pr, pw := io.Pipe()
 	go func() { // ends when the input is consumed or the reader side is closed
-		pw.CloseWithError(rewriteOwner(tgz, pw, uid, gid))
+		pw.CloseWithError(rewriteOwner(archive, gzipped, pw, uid, gid))
 	}()
 	return pr
 }
 
-func rewriteOwner(tgz io.Reader, w io.Writer, uid, gid int) error {
-	zr, err := gzip.NewReader(tgz)
-	if err != nil {
-		return fmt.Errorf("read upload archive: %w", err)
+func rewriteOwner(archive io.Reader, gzipped bool, w io.Writer, uid, gid int) error {
+	if gzipped {
+		zr, err := gzip.NewReader(archive)
+		if err != nil {
+			return fmt.Errorf("read upload archive: %w", err)
+		}
+		archive = zr
 	}
-	tr := tar.NewReader(zr)
+	tr := tar.NewReader(archive)
 	tw := tar.NewWriter(w)
 	for {
 		hdr, err := tr.Next()

@@ -37,6 +37,9 @@ const maxTailDrain = 1 << 20
 // (providers.ProjectLayerer) gets the same selection without a copy: Sync walks the
 // project, and the sandbox hides what the walk left out. Stats.Mode says which way was
 // taken, and Stats.ModeNote why a layering sandbox got a copy.
+//
+// A copy is gzip-compressed, except for a sandbox that asks for a plain tar
+// (providers.PlainTarUploader): one behind a local socket, where compression only costs CPU.
 func Sync(ctx context.Context, sb providers.Sandbox, root, dir string, opts Options) (Stats, error) {
 	target := sb.WorkDir()
 	if path.IsAbs(dir) {
@@ -74,8 +77,12 @@ func copyTo(ctx context.Context, sb providers.Sandbox, root, dir, target string,
 	pr, pw := io.Pipe()
 	uw := &uploadWriter{pw: pw}
 	upErr := make(chan error, 1)
+	upload, compress := sb.Upload, newCompressor
+	if pu, ok := sb.(providers.PlainTarUploader); ok && pu.PlainTarUpload() {
+		upload, compress = pu.UploadTar, noCompressor
+	}
 	go func() {
-		err := sb.Upload(upCtx, dir, pr)
+		err := upload(upCtx, dir, pr)
 		if err != nil {
 			pr.CloseWithError(fmt.Errorf("%w: %w", errUploadFailed, err))
 		} else {
@@ -86,7 +93,7 @@ func copyTo(ctx context.Context, sb providers.Sandbox, root, dir, target string,
 		upErr <- err
 	}()
 
-	stats, packErr := pack(ctx, root, opts, uw, func() { uw.closing.Store(true) })
+	stats, packErr := pack(ctx, root, opts, uw, compress, func() { uw.closing.Store(true) })
 	stats.Target = target
 	if packErr != nil {
 		pw.CloseWithError(packErr)

@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -258,5 +260,75 @@ func TestSyncFailures(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// plainSandbox is a fakeSandbox that can take a plain tar (providers.PlainTarUploader).
+type plainSandbox struct {
+	*fakeSandbox
+	plain     bool
+	uploadTar func(ctx context.Context, dir string, tar io.Reader) error
+}
+
+func (p *plainSandbox) PlainTarUpload() bool { return p.plain }
+func (p *plainSandbox) UploadTar(ctx context.Context, dir string, tar io.Reader) error {
+	return p.uploadTar(ctx, dir, tar)
+}
+
+// A sandbox that asks for a plain tar gets exactly the tar inside Pack's gzip stream,
+// through UploadTar; one that does not gets the gzip stream through Upload.
+func TestSyncPlainTar(t *testing.T) {
+	t.Parallel()
+	root := bigTree(t)
+	var packed bytes.Buffer
+	if _, err := Pack(t.Context(), root, Options{}, &packed); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(&packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTar, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, plain := range []bool{true, false} {
+		var viaUpload, viaTar []byte
+		sb := &plainSandbox{plain: plain,
+			fakeSandbox: &fakeSandbox{workDir: "/w", upload: func(_ context.Context, _ string, r io.Reader) error {
+				var err error
+				viaUpload, err = io.ReadAll(r)
+				return err
+			}},
+			uploadTar: func(_ context.Context, _ string, r io.Reader) error {
+				// Stop at the end-of-archive blocks, as an extractor may: Sync drains the rest.
+				var buf bytes.Buffer
+				tr := tar.NewReader(io.TeeReader(r, &buf))
+				for {
+					if _, err := tr.Next(); err == io.EOF {
+						break
+					} else if err != nil {
+						return err
+					}
+				}
+				viaTar = buf.Bytes()
+				return nil
+			}}
+		stats, err := Sync(t.Context(), sb, root, "", Options{})
+		if err != nil {
+			t.Fatalf("plain=%v: Sync: %v", plain, err)
+		}
+		if plain {
+			if viaUpload != nil || !bytes.HasPrefix(wantTar, viaTar) || len(viaTar) < len(wantTar)-2*512 {
+				t.Errorf("plain tar: Upload got %d bytes, UploadTar %d, want none and the %d-byte tar", len(viaUpload), len(viaTar), len(wantTar))
+			}
+			if stats.BytesSent != int64(len(wantTar)) {
+				t.Errorf("plain tar: BytesSent = %d, want %d", stats.BytesSent, len(wantTar))
+			}
+			continue
+		}
+		if viaTar != nil || len(viaUpload) < 2 || string(viaUpload[:2]) != "\x1f\x8b" {
+			t.Errorf("gzip: UploadTar got %d bytes, Upload %d starting %q, want a gzip stream through Upload", len(viaTar), len(viaUpload), viaUpload[:min(2, len(viaUpload))])
+		}
 	}
 }

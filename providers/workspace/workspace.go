@@ -1,5 +1,6 @@
-// Package workspace copies a project into a sandbox as one streamed, gzip-compressed tar,
-// honouring .gitignore, a skip list and size limit, and withholding secrets.
+// Package workspace copies a project into a sandbox as one streamed, gzip-compressed tar
+// (a plain tar for a sandbox that asks for one), honouring .gitignore, a skip list and size
+// limit, and withholding secrets.
 //
 // Pack walks the project and writes the archive as it goes, so memory stays flat whatever
 // the size of the tree: only one directory's entries per level of depth, the .gitignore
@@ -169,13 +170,13 @@ const progressEvery = 100 * time.Millisecond
 // left out; on error the Stats describe the part written so far. A cancelled ctx stops
 // the walk promptly with an error wrapping ctx.Err().
 func Pack(ctx context.Context, root string, opts Options, w io.Writer) (Stats, error) {
-	return pack(ctx, root, opts, w, nil)
+	return pack(ctx, root, opts, w, newCompressor, nil)
 }
 
-// pack is Pack with a hook called once every entry is written and flushed through the
-// compressor, before the end-of-archive blocks and the gzip trailer; Sync uses it to tell
-// that short tail from the body.
-func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClose func()) (Stats, error) {
+// pack is Pack with a choice of compressor and a hook called once every entry is written
+// and flushed through the compressor, before the end-of-archive blocks and the gzip
+// trailer; Sync uses it to tell that short tail from the body.
+func pack(ctx context.Context, root string, opts Options, w io.Writer, compress func(io.Writer) (compressor, error), beforeClose func()) (Stats, error) {
 	start := time.Now()
 	p, err := newPacker(ctx, root, opts)
 	if err != nil {
@@ -184,7 +185,7 @@ func pack(ctx context.Context, root string, opts Options, w io.Writer, beforeClo
 	defer p.root.Close()
 
 	cw := &countingWriter{w: w}
-	gz, err := newCompressor(cw)
+	gz, err := compress(cw)
 	if err != nil {
 		return Stats{}, fmt.Errorf("pack %s: %w", root, err)
 	}
@@ -255,6 +256,14 @@ func plan(ctx context.Context, root string, opts Options) (Stats, []string, erro
 var newCompressor = func(w io.Writer) (compressor, error) {
 	return gzip.NewWriterLevel(w, gzip.BestSpeed)
 }
+
+// noCompressor passes the tar through as it is, for a providers.PlainTarUploader.
+func noCompressor(w io.Writer) (compressor, error) { return nopCompressor{w}, nil }
+
+type nopCompressor struct{ io.Writer }
+
+func (nopCompressor) Flush() error { return nil }
+func (nopCompressor) Close() error { return nil }
 
 // compressor is what Pack needs of a gzip writer.
 type compressor interface {
