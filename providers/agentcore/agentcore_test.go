@@ -262,7 +262,7 @@ func TestFaults(t *testing.T) {
 			return srv
 		},
 		NewProvider: func(t *testing.T, srv *agentcorefake.Server, mod func(*agentcore.Options)) providers.Provider {
-			return newProvider(t, srv, func(o *agentcore.Options) { o.ReadyTimeout = 300 * time.Millisecond; mod(o) })
+			return newProvider(t, srv, func(o *agentcore.Options) { o.ReadyTimeout = 10 * time.Second; mod(o) })
 		},
 		Ledger: func(srv *agentcorefake.Server) (int, []string) { l := srv.Ledger(); return l.Started, l.Alive },
 		Use: func(t *testing.T, sb providers.Sandbox) {
@@ -312,12 +312,14 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			Name:     "NeverReady",
+			Options:  func(o *agentcore.Options) { o.ReadyTimeout = 300 * time.Millisecond },
 			Setup:    func(s *agentcorefake.Server) { s.NeverReady = true },
 			WantErr:  "not READY within 300ms",
 			WantCall: map[string]int{"start": 1, "stop": 1},
 		},
 		{
-			Name: "NeverReadyStopFails",
+			Name:    "NeverReadyStopFails",
+			Options: func(o *agentcore.Options) { o.ReadyTimeout = 300 * time.Millisecond },
 			Setup: func(s *agentcorefake.Server) {
 				s.NeverReady = true
 				s.Faults.InjectAll("stop", fakekit.Fault{Status: 500})

@@ -170,7 +170,7 @@ func TestFaults(t *testing.T) {
 	cloudtest.FaultTable[*langsmithfake.Server, langsmith.Options]{
 		NewServer: newServer,
 		NewProvider: func(t *testing.T, srv *langsmithfake.Server, mod func(*langsmith.Options)) providers.Provider {
-			return newProvider(t, srv, func(o *langsmith.Options) { o.ReadyTimeout = 200 * time.Millisecond; mod(o) })
+			return newProvider(t, srv, func(o *langsmith.Options) { o.ReadyTimeout = 10 * time.Second; mod(o) })
 		},
 		Ledger: func(srv *langsmithfake.Server) (int, []string) { l := srv.Ledger(); return l.Created, l.Alive },
 	}.Run(t, []cloudtest.FaultCase[*langsmithfake.Server, langsmith.Options]{
@@ -199,6 +199,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			Name:     "NeverReady",
+			Options:  func(o *langsmith.Options) { o.ReadyTimeout = 200 * time.Millisecond },
 			Setup:    func(s *langsmithfake.Server) { s.NeverReady = true },
 			WantErr:  `not ready within 200ms (last status "provisioning")`,
 			WantCall: map[string]int{"create": 1, "delete": 1},
@@ -210,7 +211,8 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			Name: "NeverReadyDeleteFails",
+			Name:    "NeverReadyDeleteFails",
+			Options: func(o *langsmith.Options) { o.ReadyTimeout = 200 * time.Millisecond },
 			Setup: func(s *langsmithfake.Server) {
 				s.NeverReady = true
 				s.Faults.InjectAll("delete", fakekit.Fault{Status: 500})

@@ -202,7 +202,7 @@ func TestFaults(t *testing.T) {
 	cloudtest.FaultTable[*vercelfake.Server, vercel.Options]{
 		NewServer: newServer,
 		NewProvider: func(t *testing.T, srv *vercelfake.Server, mod func(*vercel.Options)) providers.Provider {
-			return newProvider(t, srv, func(o *vercel.Options) { o.ReadyTimeout = 200 * time.Millisecond; mod(o) })
+			return newProvider(t, srv, func(o *vercel.Options) { o.ReadyTimeout = 10 * time.Second; mod(o) })
 		},
 		Ledger: func(srv *vercelfake.Server) (int, []string) { l := srv.Ledger(); return l.Created, l.Alive },
 	}.Run(t, []cloudtest.FaultCase[*vercelfake.Server, vercel.Options]{
@@ -241,6 +241,7 @@ func TestFaults(t *testing.T) {
 		},
 		{
 			Name:     "NeverReady",
+			Options:  func(o *vercel.Options) { o.ReadyTimeout = 200 * time.Millisecond },
 			Setup:    func(s *vercelfake.Server) { s.NeverReady = true },
 			WantErr:  `not running within 200ms (last status "pending")`,
 			WantCall: map[string]int{"create": 1, "delete": 1},
@@ -252,7 +253,8 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"create": 1, "delete": 1},
 		},
 		{
-			Name: "NeverReadyDeleteFails",
+			Name:    "NeverReadyDeleteFails",
+			Options: func(o *vercel.Options) { o.ReadyTimeout = 200 * time.Millisecond },
 			Setup: func(s *vercelfake.Server) {
 				s.NeverReady = true
 				s.Faults.InjectAll("delete", fakekit.Fault{Status: 502})
