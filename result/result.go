@@ -273,11 +273,14 @@ type Check struct {
 	StderrTail string   `json:"stderr_tail,omitempty"`
 }
 
-// CommandLine is the check's argv as a shell command line, each argument quoted when
-// the shell would otherwise split or expand it, so that it can be copied and run.
-func (c *Check) CommandLine() string {
-	parts := make([]string, len(c.Argv))
-	for i, a := range c.Argv {
+// CommandLine is the check's argv as a shell command line (see ShellJoin).
+func (c *Check) CommandLine() string { return ShellJoin(c.Argv) }
+
+// ShellJoin renders argv as a shell command line, each argument quoted when the shell
+// would otherwise split or expand it, so that it can be copied and run.
+func ShellJoin(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
 		if a != "" && strings.IndexFunc(a, func(r rune) bool {
 			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r == '=' || r == ',' || r == '@' || r == '+' || r == '%' ||
 				(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))

@@ -349,12 +349,7 @@ func reapGroups(ctx context.Context, dir string) error {
 	if len(groups) == 0 && len(tokens) == 0 {
 		return nil
 	}
-	deadline := time.Now().Add(reapWait)
-	for {
-		procs, err := readProcs()
-		if err != nil {
-			return fmt.Errorf("cannot check the recorded process groups: %w", err)
-		}
+	err := killUntilGone(ctx, func(procs []procInfo) []int {
 		var left []int
 		for _, g := range groups {
 			members := ownedMembers(g, procs, boot)
@@ -370,6 +365,27 @@ func reapGroups(ctx context.Context, dir string) error {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			left = append(left, pid)
 		}
+		return left
+	})
+	if errors.Is(err, errNoProcs) {
+		return fmt.Errorf("cannot check the recorded process groups: %w", err)
+	}
+	return err
+}
+
+// errNoProcs is killUntilGone's error when the process list cannot be read.
+var errNoProcs = errors.New("cannot list processes")
+
+// killUntilGone calls kill with the live processes until it reports that none it is after
+// is left, bounded by ctx and reapWait. kill signals what it finds and returns its pids.
+func killUntilGone(ctx context.Context, kill func([]procInfo) []int) error {
+	deadline := time.Now().Add(reapWait)
+	for {
+		procs, err := readProcs()
+		if err != nil {
+			return fmt.Errorf("%w: %w", errNoProcs, err)
+		}
+		left := kill(procs)
 		if len(left) == 0 {
 			return nil
 		}
@@ -446,28 +462,17 @@ func killMarked(ctx context.Context, tokens []string) error {
 	if len(tokens) == 0 {
 		return nil
 	}
-	deadline := time.Now().Add(reapWait)
-	for {
-		procs, err := readProcs()
-		if err != nil {
-			return nil
-		}
+	err := killUntilGone(ctx, func(procs []procInfo) []int {
 		left := marked(procs, tokens)
-		if len(left) == 0 {
-			return nil
-		}
 		for _, pid := range left {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes %v still run %s after SIGKILL", left, reapWait)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("processes %v still run: %w", left, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
+		return left
+	})
+	if errors.Is(err, errNoProcs) {
+		return nil
 	}
+	return err
 }
 
 // readTokens returns the command tokens recorded in dir for this boot.

@@ -133,7 +133,7 @@ func (g *gatherer) checkSource(it result.Item) evidence.Source {
 	b.WriteByte('\n')
 	truncated := false
 	if c := it.Check; c != nil {
-		fmt.Fprintf(&b, "command: %s\n", shellJoin(c.Argv))
+		fmt.Fprintf(&b, "command: %s\n", result.ShellJoin(c.Argv))
 		switch {
 		case c.ExitCode != nil:
 			fmt.Fprintf(&b, "exit code: %d (expected %d)", *c.ExitCode, c.ExpectExit)
@@ -224,7 +224,7 @@ func (g *gatherer) commandSources() []evidence.Source {
 	for i, c := range cmds {
 		line := c.Command
 		if strings.TrimSpace(line) == "" {
-			line = shellJoin(c.Argv)
+			line = result.ShellJoin(c.Argv)
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "$ %s\n", line)
@@ -375,20 +375,4 @@ func readFile(ctx context.Context, sb providers.Sandbox, p string) (string, bool
 		return text + fmt.Sprintf("\n[... the file continues; only its first %d bytes were read ...]\n", MaxFileRead), true
 	}
 	return strings.ToValidUTF8(string(data), "\uFFFD"), false
-}
-
-// shellJoin renders argv as a shell command line (for display only).
-func shellJoin(argv []string) string {
-	parts := make([]string, len(argv))
-	for i, a := range argv {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r == '=' || r == ',' || r == '@' || r == '+' ||
-				(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-		}) < 0 {
-			parts[i] = a
-			continue
-		}
-		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(parts, " ")
 }
