@@ -682,7 +682,7 @@ func (r *run) verdictFromRubric() string {
 
 func (r *run) begin(ctx context.Context) {
 	for _, p := range r.opts.Publishers {
-		if err := p.Begin(ctx, r.res); err != nil {
+		if err := recovered(func() error { return p.Begin(ctx, r.res) }); err != nil {
 			r.log.Warn().Str("publisher", p.Name()).Err(err).Msg("could not announce the run")
 			r.res.Errors = append(r.res.Errors, result.Error{Stage: StagePublish, Message: p.Name() + ": " + err.Error()})
 		}
@@ -716,7 +716,7 @@ func (r *run) publish(parent context.Context) {
 	idx := r.record(StagePublish, start, "running")
 	var errs []error
 	for _, p := range r.opts.Publishers {
-		if err := p.Finish(ctx, r.res); err != nil {
+		if err := recovered(func() error { return p.Finish(ctx, r.res) }); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
 		}
 	}
@@ -728,6 +728,18 @@ func (r *run) publish(parent context.Context) {
 		r.res.Errors = append(r.res.Errors, result.Error{Stage: StagePublish, Message: err.Error()})
 		r.log.Warn().Err(err).Msg("publishing failed; the verdict stands")
 	}
+}
+
+// recovered calls fn and turns a panic in it into an error, for the code that runs outside
+// the stages' recover (publishing, teardown): a bug there must neither crash the run nor
+// skip what follows (the deletion, result.json).
+func recovered(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error: %v", p)
+		}
+	}()
+	return fn()
 }
 
 // writeResult stores result.json. A failure is logged; the final write's failure also
