@@ -542,7 +542,7 @@ func (r *run) findings() []result.Finding {
 func (r *run) teardown(parent context.Context) {
 	r.closeCleanRoom(parent) // open only when a panic cut its evaluation short
 	if r.opts.Workspace != nil {
-		if err := r.opts.Workspace.Close(); err != nil {
+		if err := recovered(r.opts.Workspace.Close); err != nil {
 			r.log.Warn().Err(err).Msg("could not remove the workspace record")
 		}
 	}
@@ -564,14 +564,16 @@ func (r *run) teardown(parent context.Context) {
 	agentCloser := r.agent
 	r.mu.Unlock()
 	if agentCloser != nil {
-		agentCloser.Close(ctx)
+		if err := recovered(func() error { agentCloser.Close(ctx); return nil }); err != nil {
+			r.fail(StageTeardown, fmt.Errorf("close the agent: %w", err))
+		}
 	}
 	start := time.Now()
 	idx := r.record(StageTeardown, start, "running")
 	r.emit(events.Event{Type: events.TeardownStarted, Stage: StageTeardown, Data: map[string]any{
 		"sandbox": sb.ID(), "delete": created,
 	}})
-	err := sb.Close(ctx)
+	err := recovered(func() error { return sb.Close(ctx) })
 	td := &result.Teardown{Status: "deleted", DurationMS: time.Since(start).Milliseconds()}
 	if !created {
 		td.Status = "kept"
@@ -581,7 +583,7 @@ func (r *run) teardown(parent context.Context) {
 		td.Status, td.Error, status = result.StatusFailed, err.Error(), result.StatusFailed
 		r.fail(StageTeardown, fmt.Errorf("delete sandbox %s: %w (run `talkops sandbox gc` to retry)", sb.ID(), err))
 	} else if created && r.opts.Ledger != nil {
-		if ferr := r.opts.Ledger.Forget(sb); ferr != nil {
+		if ferr := recovered(func() error { return r.opts.Ledger.Forget(sb) }); ferr != nil {
 			r.log.Warn().Err(ferr).Msg("sandbox deleted but its state file entry remains")
 		}
 	}
