@@ -255,6 +255,7 @@ func (r *run) execute(parent context.Context) {
 		defer func() {
 			if p := recover(); p != nil {
 				r.fail("panic", fmt.Errorf("internal error: %v\n%s", p, debug.Stack()))
+				r.failRunning(fmt.Sprintf("internal error: %v", p))
 			}
 		}()
 		r.stages(ctx)
@@ -443,6 +444,19 @@ func (r *run) record(name string, start time.Time, status string) int {
 	defer r.mu.Unlock()
 	r.res.Stages = append(r.res.Stages, result.Stage{Name: name, Status: status, StartedAt: start.UTC()})
 	return len(r.res.Stages) - 1
+}
+
+// failRunning marks the stage a panic cut short as failed, so result.json never shows a
+// finished run with a stage still running.
+func (r *run) failRunning(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.res.Stages {
+		if st := &r.res.Stages[i]; st.Status == "running" {
+			st.Status, st.Error = result.StatusFailed, msg
+			st.DurationMS = time.Since(st.StartedAt).Milliseconds()
+		}
+	}
 }
 
 func (r *run) skip(name string) { r.record(name, time.Now(), result.StatusSkipped) }
