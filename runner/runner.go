@@ -572,6 +572,8 @@ func (r *run) teardown(parent context.Context) {
 		r.res.Teardown = &result.Teardown{Status: "none"}
 		return
 	}
+	// The outcome is on disk before the deletion, which may hang until a SIGKILL.
+	_ = r.writeResult() // a failure is logged; the final write decides
 	ctx, cancel := r.teardownContext(parent)
 	defer cancel()
 	r.mu.Lock()
