@@ -296,6 +296,19 @@ func TestTeardownFaults(t *testing.T) {
 		exit: runner.ExitSIGTERM, teardown: "failed", left: []string{"sb-1"}, closeErr: context.Canceled,
 		reason: "interrupted by SIGTERM",
 	}, {
+		// A first signal that arrives while the sandbox is being deleted does not stop
+		// the deletion; it is recorded and decides the exit code.
+		name:  "first signal during teardown",
+		parts: everything(),
+		arrange: func(w *world, _ *runner.Options) {
+			w.when("sandbox.Close", func(ctx context.Context) error {
+				w.cancel(&runner.Interrupted{Signal: syscall.SIGINT})
+				return ctx.Err()
+			})
+		},
+		exit: runner.ExitSIGINT, teardown: "deleted",
+		reason: "interrupted by SIGINT",
+	}, {
 		name:  "second signal before teardown",
 		parts: everything(),
 		arrange: func(w *world, opts *runner.Options) {
