@@ -255,6 +255,7 @@ func (r *run) execute(parent context.Context) {
 		defer func() {
 			if p := recover(); p != nil {
 				r.fail("panic", fmt.Errorf("internal error: %v\n%s", p, debug.Stack()))
+				r.failRunning(fmt.Sprintf("internal error: %v", p))
 			}
 		}()
 		r.stages(ctx)
@@ -445,6 +446,19 @@ func (r *run) record(name string, start time.Time, status string) int {
 	return len(r.res.Stages) - 1
 }
 
+// failRunning marks the stage a panic cut short as failed, so result.json never shows a
+// finished run with a stage still running.
+func (r *run) failRunning(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.res.Stages {
+		if st := &r.res.Stages[i]; st.Status == "running" {
+			st.Status, st.Error = result.StatusFailed, msg
+			st.DurationMS = time.Since(st.StartedAt).Milliseconds()
+		}
+	}
+}
+
 func (r *run) skip(name string) { r.record(name, time.Now(), result.StatusSkipped) }
 
 // fail records an infrastructure error; the first one decides the reason.
@@ -542,7 +556,7 @@ func (r *run) findings() []result.Finding {
 func (r *run) teardown(parent context.Context) {
 	r.closeCleanRoom(parent) // open only when a panic cut its evaluation short
 	if r.opts.Workspace != nil {
-		if err := r.opts.Workspace.Close(); err != nil {
+		if err := recovered(r.opts.Workspace.Close); err != nil {
 			r.log.Warn().Err(err).Msg("could not remove the workspace record")
 		}
 	}
@@ -558,20 +572,24 @@ func (r *run) teardown(parent context.Context) {
 		r.res.Teardown = &result.Teardown{Status: "none"}
 		return
 	}
+	// The outcome is on disk before the deletion, which may hang until a SIGKILL.
+	_ = r.writeResult() // a failure is logged; the final write decides
 	ctx, cancel := r.teardownContext(parent)
 	defer cancel()
 	r.mu.Lock()
 	agentCloser := r.agent
 	r.mu.Unlock()
 	if agentCloser != nil {
-		agentCloser.Close(ctx)
+		if err := recovered(func() error { agentCloser.Close(ctx); return nil }); err != nil {
+			r.fail(StageTeardown, fmt.Errorf("close the agent: %w", err))
+		}
 	}
 	start := time.Now()
 	idx := r.record(StageTeardown, start, "running")
 	r.emit(events.Event{Type: events.TeardownStarted, Stage: StageTeardown, Data: map[string]any{
 		"sandbox": sb.ID(), "delete": created,
 	}})
-	err := sb.Close(ctx)
+	err := recovered(func() error { return sb.Close(ctx) })
 	td := &result.Teardown{Status: "deleted", DurationMS: time.Since(start).Milliseconds()}
 	if !created {
 		td.Status = "kept"
@@ -581,7 +599,7 @@ func (r *run) teardown(parent context.Context) {
 		td.Status, td.Error, status = result.StatusFailed, err.Error(), result.StatusFailed
 		r.fail(StageTeardown, fmt.Errorf("delete sandbox %s: %w (run `talkops sandbox gc` to retry)", sb.ID(), err))
 	} else if created && r.opts.Ledger != nil {
-		if ferr := r.opts.Ledger.Forget(sb); ferr != nil {
+		if ferr := recovered(func() error { return r.opts.Ledger.Forget(sb) }); ferr != nil {
 			r.log.Warn().Err(ferr).Msg("sandbox deleted but its state file entry remains")
 		}
 	}
@@ -682,7 +700,7 @@ func (r *run) verdictFromRubric() string {
 
 func (r *run) begin(ctx context.Context) {
 	for _, p := range r.opts.Publishers {
-		if err := p.Begin(ctx, r.res); err != nil {
+		if err := recovered(func() error { return p.Begin(ctx, r.res) }); err != nil {
 			r.log.Warn().Str("publisher", p.Name()).Err(err).Msg("could not announce the run")
 			r.res.Errors = append(r.res.Errors, result.Error{Stage: StagePublish, Message: p.Name() + ": " + err.Error()})
 		}
@@ -716,7 +734,7 @@ func (r *run) publish(parent context.Context) {
 	idx := r.record(StagePublish, start, "running")
 	var errs []error
 	for _, p := range r.opts.Publishers {
-		if err := p.Finish(ctx, r.res); err != nil {
+		if err := recovered(func() error { return p.Finish(ctx, r.res) }); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
 		}
 	}
@@ -728,6 +746,18 @@ func (r *run) publish(parent context.Context) {
 		r.res.Errors = append(r.res.Errors, result.Error{Stage: StagePublish, Message: err.Error()})
 		r.log.Warn().Err(err).Msg("publishing failed; the verdict stands")
 	}
+}
+
+// recovered calls fn and turns a panic in it into an error, for the code that runs outside
+// the stages' recover (publishing, teardown): a bug there must neither crash the run nor
+// skip what follows (the deletion, result.json).
+func recovered(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error: %v", p)
+		}
+	}()
+	return fn()
 }
 
 // writeResult stores result.json. A failure is logged; the final write's failure also

@@ -206,11 +206,11 @@ func (r *run) closeCleanRoom(parent context.Context) {
 	status := "none"
 	if room.sb != nil {
 		status = "deleted"
-		if err := room.sb.Close(ctx); err != nil {
+		if err := recovered(func() error { return room.sb.Close(ctx) }); err != nil {
 			status = result.StatusFailed
 			errs = append(errs, fmt.Errorf("delete clean room %s: %w (run `talkops sandbox gc` to retry)", room.sb.ID(), err))
 		} else if room.created && r.opts.Ledger != nil {
-			if err := r.opts.Ledger.Forget(room.sb); err != nil {
+			if err := recovered(func() error { return r.opts.Ledger.Forget(room.sb) }); err != nil {
 				r.log.Warn().Err(err).Msg("clean room deleted but its state file entry remains")
 			}
 		}
