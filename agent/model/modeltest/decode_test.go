@@ -47,11 +47,12 @@ func postCall(t *testing.T, format, body string) modeltest.Call {
 		t.Fatalf("calls = %d, want 1", len(calls))
 	}
 	c := calls[0]
-	if wantStatus := http.StatusOK; c.Invalid != "" {
+	wantStatus := http.StatusOK
+	if c.Invalid != "" {
 		wantStatus = http.StatusBadRequest
-		if resp.StatusCode != wantStatus {
-			t.Errorf("status = %d, want %d for Invalid %q", resp.StatusCode, wantStatus, c.Invalid)
-		}
+	}
+	if resp.StatusCode != wantStatus {
+		t.Errorf("status = %d, want %d (Invalid %q)", resp.StatusCode, wantStatus, c.Invalid)
 	}
 	return c
 }
