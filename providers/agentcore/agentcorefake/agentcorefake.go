@@ -264,8 +264,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// serve runs one endpoint: it applies injected faults, calls fn with the call's number
-// (1-based, per endpoint) and logs the call.
+// serve runs one endpoint: it applies injected faults, calls fn with the request's
+// context and the call's number (1-based, per endpoint) and logs the call.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, body []byte, fn func(ctx context.Context, w *fakekit.Recorder, n int)) {
 	rec := fakekit.NewRecorder(w)
 	s.mu.Lock()
