@@ -65,11 +65,11 @@ func TestCappedBufferDefaultLimit(t *testing.T) {
 	t.Parallel()
 	b := providers.NewCappedBuffer(0)
 	data := bytes.Repeat([]byte("x"), providers.DefaultOutputLimit)
-	b.Write(data)
+	write(t, b, data)
 	if b.Truncated() {
 		t.Fatalf("NewCappedBuffer(0) truncated %d bytes; want the default limit %d", len(data), providers.DefaultOutputLimit)
 	}
-	b.Write([]byte("y"))
+	write(t, b, []byte("y"))
 	if !b.Truncated() {
 		t.Fatalf("NewCappedBuffer(0) did not truncate %d bytes", len(data)+1)
 	}
@@ -82,7 +82,7 @@ func TestCappedBufferConcurrent(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 100 {
-				b.Write([]byte("0123456789"))
+				write(t, b, []byte("0123456789"))
 				_ = b.Bytes()
 			}
 		})
@@ -105,13 +105,22 @@ func FuzzCappedBuffer(f *testing.F) {
 		rest := data
 		for _, c := range cuts {
 			n := min(int(c), len(rest))
-			b.Write(rest[:n])
+			write(t, b, rest[:n])
 			rest = rest[n:]
 		}
-		b.Write(rest)
+		write(t, b, rest)
 		want, wantTrunc := reference(limit, data)
 		if got := string(b.Bytes()); got != want || b.Truncated() != wantTrunc {
 			t.Errorf("limit %d, %d bytes in chunks %v: Bytes() = %q truncated %v, want %q %v", limit, len(data), cuts, got, b.Truncated(), want, wantTrunc)
 		}
 	})
+}
+
+// write checks the io.Writer contract on every write: all of p taken, no error. It reports
+// with t.Errorf so that it is safe from the goroutines of TestCappedBufferConcurrent.
+func write(t *testing.T, b *providers.CappedBuffer, p []byte) {
+	t.Helper()
+	if n, err := b.Write(p); n != len(p) || err != nil {
+		t.Errorf("Write(%d bytes) = %d, %v; want %d, nil", len(p), n, err, len(p))
+	}
 }

@@ -68,21 +68,8 @@ func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 
 // JUnit renders r as JUnit XML.
 func JUnit(r *result.Result, red *hygiene.Redactor) ([]byte, error) {
-	t := func(s string) string { return red.Text(s) }
-	msg := func(s string) string { return hygiene.Truncate(hygiene.FirstLine(t(s)), junitMessageBytes) }
-	body := func(s string) string { return hygiene.Truncate(t(s), junitBodyBytes) }
-
-	findings := render.Findings(r)
-	byItem := map[string][]render.Finding{}
-	var orphans []render.Finding
-	for _, f := range findings {
-		if f.Item != nil {
-			byItem[f.Item.ID] = append(byItem[f.Item.ID], f)
-		} else {
-			orphans = append(orphans, f)
-		}
-	}
-
+	x := junitText{red}
+	byItem, orphans := findingsByItem(render.Findings(r))
 	doc := junitSuites{Name: "talkops", Time: seconds(r.Run.DurationMS)}
 	stamp := ""
 	if !r.Run.StartedAt.IsZero() {
@@ -90,49 +77,8 @@ func JUnit(r *result.Result, red *hygiene.Redactor) ([]byte, error) {
 	}
 	itemFailed := false
 	if r.Rubric != nil {
-		name := r.Rubric.Name
-		if name == "" {
-			name = "rubric"
-		}
-		name = t(name)
-		s := junitSuite{Name: name, Timestamp: stamp}
-		var total int64
-		for _, it := range r.Rubric.Items {
-			total += it.DurationMS
-			c := junitCase{Classname: "rubric." + name, Name: t(it.Kind + ":" + it.ID), Time: seconds(it.DurationMS)}
-			fs := byItem[it.ID]
-			if len(fs) > 0 && fs[0].Located {
-				c.File = fs[0].Path
-			}
-			text := it.Reason
-			if len(fs) > 0 {
-				text += "\n\nFindings:\n" + findingLines(fs)
-			}
-			kind := "optional"
-			if it.Required {
-				kind = "required"
-			}
-			switch it.Status {
-			case result.StatusFail:
-				c.Failure = &junitOutcome{Message: msg(it.Reason), Type: kind, Body: body(text)}
-				s.Failures++
-				itemFailed = true
-			case result.StatusError:
-				c.Error = &junitOutcome{Message: msg(it.Reason), Type: "evaluation", Body: body(text)}
-				s.Errors++
-			case result.StatusSkipped:
-				m := it.Reason
-				if m == "" {
-					m = "skipped"
-				}
-				c.Skipped = &junitOutcome{Message: msg(m)}
-				s.Skipped++
-			}
-			c.SystemOut = body(itemOutput(it))
-			s.Cases = append(s.Cases, c)
-		}
-		s.Tests = len(s.Cases)
-		s.Time = seconds(total)
+		s := rubricSuite(r.Rubric, byItem, stamp, x)
+		itemFailed = s.Failures > 0
 		doc.Suites = append(doc.Suites, s)
 	}
 
@@ -140,44 +86,17 @@ func JUnit(r *result.Result, red *hygiene.Redactor) ([]byte, error) {
 	needRun := r.Rubric == nil || r.Verdict == result.VerdictError ||
 		(r.Verdict == result.VerdictFail && !itemFailed) || len(r.Errors) > 0
 	if needRun {
-		c := junitCase{Classname: "talkops", Name: "run", Time: seconds(r.Run.DurationMS)}
-		reason := r.Reason
-		if reason == "" {
-			reason = "verdict " + r.Verdict
-		}
-		var errs strings.Builder
-		for _, e := range r.Errors {
-			fmt.Fprintf(&errs, "%s: %s\n", e.Stage, e.Message)
-		}
-		switch {
-		case r.Verdict == result.VerdictError:
-			c.Error = &junitOutcome{Message: msg(reason), Type: "error", Body: body(errs.String())}
-			own.Errors++
-		case r.Verdict == result.VerdictFail && !itemFailed:
-			c.Failure = &junitOutcome{Message: msg(reason), Type: "verdict", Body: body(errs.String())}
-			own.Failures++
-		}
-		var out strings.Builder
-		out.WriteString(render.Headline(r, red) + "\n")
-		if c.Error == nil && errs.Len() > 0 {
-			out.WriteString("\nErrors:\n" + errs.String())
-		}
-		if r.Agent != nil && r.Agent.FinalAnswer != "" {
-			out.WriteString("\nFinal answer:\n" + r.Agent.FinalAnswer + "\n")
-		}
-		c.SystemOut = body(out.String())
-		own.Cases = append(own.Cases, c)
+		own.add(runCase(r, itemFailed, x))
 	}
 	if len(orphans) > 0 {
 		c := junitCase{Classname: "talkops", Name: "findings", Time: "0.000",
-			SystemOut: body(findingLines(orphans))}
+			SystemOut: x.body(findingLines(orphans))}
 		if orphans[0].Located {
 			c.File = orphans[0].Path
 		}
-		own.Cases = append(own.Cases, c)
+		own.add(c)
 	}
 	if len(own.Cases) > 0 {
-		own.Tests = len(own.Cases)
 		doc.Suites = append(doc.Suites, own)
 	}
 	for _, s := range doc.Suites {
@@ -198,8 +117,121 @@ func JUnit(r *result.Result, red *hygiene.Redactor) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// findingLines lists findings one per line: "path:line severity [rule] title: message".
-// The caller redacts.
+// junitText redacts what goes into the XML and bounds its size.
+type junitText struct{ red *hygiene.Redactor }
+
+func (x junitText) plain(s string) string { return x.red.Text(s) }
+func (x junitText) message(s string) string {
+	return hygiene.Truncate(hygiene.FirstLine(x.plain(s)), junitMessageBytes)
+}
+func (x junitText) body(s string) string { return hygiene.Truncate(x.plain(s), junitBodyBytes) }
+
+// add appends c and counts it by its outcome.
+func (s *junitSuite) add(c junitCase) {
+	s.Cases = append(s.Cases, c)
+	s.Tests = len(s.Cases)
+	switch {
+	case c.Failure != nil:
+		s.Failures++
+	case c.Error != nil:
+		s.Errors++
+	case c.Skipped != nil:
+		s.Skipped++
+	}
+}
+
+// findingsByItem groups findings under the rubric item that owns them; orphans are the
+// ones no item owns.
+func findingsByItem(findings []render.Finding) (byItem map[string][]render.Finding, orphans []render.Finding) {
+	byItem = map[string][]render.Finding{}
+	for _, f := range findings {
+		if f.Item != nil {
+			byItem[f.Item.ID] = append(byItem[f.Item.ID], f)
+		} else {
+			orphans = append(orphans, f)
+		}
+	}
+	return byItem, orphans
+}
+
+// rubricSuite is one case per rubric item.
+func rubricSuite(rb *result.Rubric, byItem map[string][]render.Finding, stamp string, x junitText) junitSuite {
+	name := rb.Name
+	if name == "" {
+		name = "rubric"
+	}
+	name = x.plain(name)
+	s := junitSuite{Name: name, Timestamp: stamp}
+	var total int64
+	for _, it := range rb.Items {
+		total += it.DurationMS
+		s.add(itemCase(it, "rubric."+name, byItem[it.ID], x))
+	}
+	s.Time = seconds(total)
+	return s
+}
+
+// itemCase is a rubric item as a test case: failed, not evaluated (error), skipped or
+// passed, with its findings in the failure text.
+func itemCase(it result.Item, classname string, fs []render.Finding, x junitText) junitCase {
+	c := junitCase{Classname: classname, Name: x.plain(it.Kind + ":" + it.ID), Time: seconds(it.DurationMS)}
+	if len(fs) > 0 && fs[0].Located {
+		c.File = fs[0].Path
+	}
+	text := it.Reason
+	if len(fs) > 0 {
+		text += "\n\nFindings:\n" + findingLines(fs)
+	}
+	kind := "optional"
+	if it.Required {
+		kind = "required"
+	}
+	switch it.Status {
+	case result.StatusFail:
+		c.Failure = &junitOutcome{Message: x.message(it.Reason), Type: kind, Body: x.body(text)}
+	case result.StatusError:
+		c.Error = &junitOutcome{Message: x.message(it.Reason), Type: "evaluation", Body: x.body(text)}
+	case result.StatusSkipped:
+		m := it.Reason
+		if m == "" {
+			m = "skipped"
+		}
+		c.Skipped = &junitOutcome{Message: x.message(m)}
+	}
+	c.SystemOut = x.body(itemOutput(it))
+	return c
+}
+
+// runCase is the run itself as a test case: an error when there is no verdict, a
+// failure when the run failed without a failing item, and the run's errors.
+func runCase(r *result.Result, itemFailed bool, x junitText) junitCase {
+	c := junitCase{Classname: "talkops", Name: "run", Time: seconds(r.Run.DurationMS)}
+	reason := r.Reason
+	if reason == "" {
+		reason = "verdict " + r.Verdict
+	}
+	var errs strings.Builder
+	for _, e := range r.Errors {
+		fmt.Fprintf(&errs, "%s: %s\n", e.Stage, e.Message)
+	}
+	switch {
+	case r.Verdict == result.VerdictError:
+		c.Error = &junitOutcome{Message: x.message(reason), Type: "error", Body: x.body(errs.String())}
+	case r.Verdict == result.VerdictFail && !itemFailed:
+		c.Failure = &junitOutcome{Message: x.message(reason), Type: "verdict", Body: x.body(errs.String())}
+	}
+	var out strings.Builder
+	out.WriteString(render.Headline(r, x.red) + "\n")
+	if c.Error == nil && errs.Len() > 0 {
+		out.WriteString("\nErrors:\n" + errs.String())
+	}
+	if r.Agent != nil && r.Agent.FinalAnswer != "" {
+		out.WriteString("\nFinal answer:\n" + r.Agent.FinalAnswer + "\n")
+	}
+	c.SystemOut = x.body(out.String())
+	return c
+}
+
 func findingLines(fs []render.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {

@@ -203,11 +203,11 @@ func (d *driver) writeParts(ctx context.Context, rel string, body *httpapi.Body)
 	var parts []string
 	for i := 0; ; i++ {
 		n, err := io.ReadFull(br, buf)
-		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return parts, fmt.Errorf("read the body: %w", err)
 		}
 		_, err = br.Peek(1)
-		last := err == io.EOF
+		last := errors.Is(err, io.EOF)
 		if err != nil && !last {
 			return parts, fmt.Errorf("read the body: %w", err)
 		}

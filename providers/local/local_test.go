@@ -353,7 +353,7 @@ func TestBackgroundProcessesKilledAtClose(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !processGone(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL) // best effort before failing: leave no stray process
 		t.Fatalf("background process %d survived Close", pid)
 	}
 	for deadline := time.Now().Add(10 * time.Second); len(p.Alive()) > 0 && time.Now().Before(deadline); {

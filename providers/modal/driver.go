@@ -232,7 +232,7 @@ func (s *stdio) run(ctx context.Context) {
 		s.kicked = false
 		s.mu.Unlock()
 		switch {
-		case err == io.EOF:
+		case errors.Is(err, io.EOF):
 			return
 		case ctx.Err() != nil:
 			s.err = ctx.Err()
@@ -302,7 +302,7 @@ func (d *driver) fsExec(ctx context.Context, req *pb.ContainerFilesystemExecRequ
 		// The output of one request is fetched once; a broken stream before any batch
 		// arrived is asked again, one that broke mid-way is an error.
 		if ctx.Err() != nil || out.Len() > 0 || !retryable(err) || attempt+1 >= d.p.opts.Retry.Attempts {
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				err = errors.New("output stream ended without eof")
 			}
 			return resp, nil, describe(err)

@@ -322,7 +322,7 @@ func (p *Provider) joinImage(ctx context.Context, imageID string) (*pb.GenericRe
 		switch {
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("build not finished within %s: %w", p.opts.ReadyTimeout, ctx.Err())
-		case err == io.EOF:
+		case errors.Is(err, io.EOF):
 			// The server ends a stream after its timeout; ask again.
 		case retryable(err) && attempt+1 < p.opts.Retry.Attempts:
 			attempt++

@@ -135,11 +135,9 @@ func (p *Publisher) target(r *result.Result) target {
 	ci := r.Run.CI
 	switch {
 	case p.client == nil:
-		switch {
-		case p.env.Token == "":
+		t.readOnly = "GITHUB_REPOSITORY is not set"
+		if p.env.Token == "" {
 			t.readOnly = "there is no GITHUB_TOKEN (pass `env: GITHUB_TOKEN: ${{ github.token }}`)"
-		default:
-			t.readOnly = "GITHUB_REPOSITORY is not set"
 		}
 		return t
 	case ci != nil && ci.Repo != "" && !strings.EqualFold(ci.Repo, p.env.Repo):
@@ -297,13 +295,9 @@ func (p *Publisher) Finish(ctx context.Context, r *result.Result) error {
 		}
 	}
 
-	if !p.cfg.NoComment && t.readOnly == "" {
-		switch {
-		case t.pr == 0:
-		default:
-			if err := p.comment(ctx, r, t); err != nil {
-				errs = append(errs, err)
-			}
+	if !p.cfg.NoComment && t.readOnly == "" && t.pr != 0 {
+		if err := p.comment(ctx, r, t); err != nil {
+			errs = append(errs, err)
 		}
 	}
 

@@ -152,8 +152,7 @@ func (b *builder) add(s string) bool {
 // neutralised and escaped or fenced.
 func Markdown(r *result.Result, opts Options) string {
 	red := opts.Redactor
-	t := func(s string) string { return red.Text(s) }
-	cell := func(s string) string { return hygiene.Inline(t(s), cellBytes) }
+	t := redact(func(s string) string { return red.Text(s) })
 	moreAt := opts.MoreAt
 	if moreAt == "" {
 		moreAt = "result.json in the report directory"
@@ -164,14 +163,66 @@ func Markdown(r *result.Result, opts Options) string {
 	if opts.Marker != "" {
 		b.add(opts.Marker + "\n")
 	}
-
 	// Header: always first, cut only as a last resort.
+	if h := header(r, t); !b.add(h) {
+		b.add(hygiene.Truncate(h, max(0, b.room()-1)) + "\n")
+	}
+	if r.Rubric != nil && len(r.Rubric.Items) > 0 {
+		b.itemsTable(r.Rubric.Items, t, moreAt)
+	}
+	if fs := Rank(Findings(r)); len(fs) > 0 {
+		limit := opts.MaxFindings
+		if limit <= 0 {
+			limit = defaultMaxFindings
+		}
+		b.findingsTable(fs, limit, t, moreAt)
+	}
+	if !opts.Overview {
+		for _, d := range Details(r, red) {
+			if !b.add(d) {
+				b.add(fmt.Sprintf("_Some details did not fit; see %s._\n\n", moreAt))
+				break
+			}
+		}
+	}
+
+	b.reserved = 0
+	b.add(footer)
+	return b.b.String()
+}
+
+// redact is the redaction every piece of untrusted text goes through.
+type redact func(string) string
+
+// cell is s redacted and made safe for one table cell.
+func (t redact) cell(s string) string { return hygiene.Inline(t(s), cellBytes) }
+
+// header is the title with the verdict, a line of facts (score, items, findings, exit
+// code, duration) and the notices a reader must not miss.
+func header(r *result.Result, t redact) string {
 	var h strings.Builder
 	title := "talkops"
 	if r.Rubric != nil && r.Rubric.Name != "" {
-		title += " · " + cell(r.Rubric.Name)
+		title += " · " + t.cell(r.Rubric.Name)
 	}
 	fmt.Fprintf(&h, "### %s %s: **%s**\n\n", Icon(r.Verdict), title, r.Verdict)
+	h.WriteString(strings.Join(headerFacts(r), " · ") + "\n\n")
+	if r.Partial {
+		h.WriteString("> ⏱️ A budget (turns, time or cost) ran out before the agent finished: this result is partial.\n\n")
+	}
+	if r.Interrupted != "" {
+		fmt.Fprintf(&h, "> 🛑 The run was interrupted by %s.\n\n", t.cell(r.Interrupted))
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(&h, "**Reason:** %s\n\n", t.cell(r.Reason))
+	}
+	if unstable := unstableItems(r, t); len(unstable) > 0 {
+		fmt.Fprintf(&h, "> 🔁 The judge disagreed with itself on %s: needs human review.\n\n", strings.Join(unstable, ", "))
+	}
+	return h.String()
+}
+
+func headerFacts(r *result.Result) []string {
 	var facts []string
 	if r.Score != nil {
 		s := fmt.Sprintf("**Score** %.2f", *r.Score)
@@ -191,92 +242,61 @@ func Markdown(r *result.Result, opts Options) string {
 	if r.Run.DurationMS > 0 {
 		facts = append(facts, "**Duration** "+(time.Duration(r.Run.DurationMS)*time.Millisecond).Round(100*time.Millisecond).String())
 	}
-	h.WriteString(strings.Join(facts, " · ") + "\n\n")
-	if r.Partial {
-		h.WriteString("> ⏱️ A budget (turns, time or cost) ran out before the agent finished: this result is partial.\n\n")
-	}
-	if r.Interrupted != "" {
-		fmt.Fprintf(&h, "> 🛑 The run was interrupted by %s.\n\n", cell(r.Interrupted))
-	}
-	if r.Reason != "" {
-		fmt.Fprintf(&h, "**Reason:** %s\n\n", cell(r.Reason))
-	}
-	if unstable := unstableItems(r, t); len(unstable) > 0 {
-		fmt.Fprintf(&h, "> 🔁 The judge disagreed with itself on %s: needs human review.\n\n", strings.Join(unstable, ", "))
-	}
-	if !b.add(h.String()) {
-		b.add(hygiene.Truncate(h.String(), max(0, b.room()-1)) + "\n")
-	}
+	return facts
+}
 
-	// Items table.
-	if r.Rubric != nil && len(r.Rubric.Items) > 0 {
-		b.add("| | Item | Kind | Required | Score | Reason |\n|:-:|---|---|:-:|--:|---|\n")
-		for i, it := range r.Rubric.Items {
-			name := cell(it.ID)
-			if it.Title != "" && it.Title != it.ID {
-				name += " — " + cell(it.Title)
-			}
-			score := "–"
-			if it.Score != nil {
-				score = fmt.Sprintf("%.2f", *it.Score)
-			}
-			req := ""
-			if it.Required {
-				req = "✔"
-			}
-			row := fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", statusIcon(it.Status), name, cell(it.Kind), req, score, cell(it.Reason))
-			if b.room() < len(row)+200 || !b.add(row) {
-				b.add(fmt.Sprintf("\n_… %d more items, see %s._\n", len(r.Rubric.Items)-i, moreAt))
-				break
-			}
+// itemsTable adds a row per rubric item while they fit, then a "… N more" line.
+func (b *builder) itemsTable(items []result.Item, t redact, moreAt string) {
+	b.add("| | Item | Kind | Required | Score | Reason |\n|:-:|---|---|:-:|--:|---|\n")
+	for i, it := range items {
+		name := t.cell(it.ID)
+		if it.Title != "" && it.Title != it.ID {
+			name += " — " + t.cell(it.Title)
 		}
-		b.add("\n")
-	}
-
-	// Findings table, ranked.
-	if fs := Rank(Findings(r)); len(fs) > 0 {
-		limit := opts.MaxFindings
-		if limit <= 0 {
-			limit = defaultMaxFindings
+		score := "–"
+		if it.Score != nil {
+			score = fmt.Sprintf("%.2f", *it.Score)
 		}
-		b.add(fmt.Sprintf("#### Findings (%d)\n\n| Severity | Location | Rule | Message |\n|---|---|---|---|\n", len(fs)))
-		shown := 0
-		for _, f := range fs {
-			if shown >= limit {
-				break
-			}
-			msg := f.Message
-			if f.Title != "" {
-				msg = f.Title + ": " + msg
-			}
-			loc := cell(f.Location())
-			if f.InDiff {
-				loc += " (in diff)"
-			}
-			row := fmt.Sprintf("| %s | %s | %s | %s |\n", severityLabel(f.Severity), loc, cell(f.Rule), cell(msg))
-			if b.room() < len(row)+200 || !b.add(row) {
-				break
-			}
-			shown++
+		req := ""
+		if it.Required {
+			req = "✔"
 		}
-		if shown < len(fs) {
-			b.add(fmt.Sprintf("\n_… %d more findings, see %s._\n", len(fs)-shown, moreAt))
-		}
-		b.add("\n")
-	}
-
-	if !opts.Overview {
-		for _, d := range Details(r, red) {
-			if !b.add(d) {
-				b.add(fmt.Sprintf("_Some details did not fit; see %s._\n\n", moreAt))
-				break
-			}
+		row := fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", statusIcon(it.Status), name, t.cell(it.Kind), req, score, t.cell(it.Reason))
+		if b.room() < len(row)+200 || !b.add(row) {
+			b.add(fmt.Sprintf("\n_… %d more items, see %s._\n", len(items)-i, moreAt))
+			break
 		}
 	}
+	b.add("\n")
+}
 
-	b.reserved = 0
-	b.add(footer)
-	return b.b.String()
+// findingsTable adds a row per ranked finding, at most limit and while they fit, then a
+// "… N more" line.
+func (b *builder) findingsTable(fs []Finding, limit int, t redact, moreAt string) {
+	b.add(fmt.Sprintf("#### Findings (%d)\n\n| Severity | Location | Rule | Message |\n|---|---|---|---|\n", len(fs)))
+	shown := 0
+	for _, f := range fs {
+		if shown >= limit {
+			break
+		}
+		msg := f.Message
+		if f.Title != "" {
+			msg = f.Title + ": " + msg
+		}
+		loc := t.cell(f.Location())
+		if f.InDiff {
+			loc += " (in diff)"
+		}
+		row := fmt.Sprintf("| %s | %s | %s | %s |\n", severityLabel(f.Severity), loc, t.cell(f.Rule), t.cell(msg))
+		if b.room() < len(row)+200 || !b.add(row) {
+			break
+		}
+		shown++
+	}
+	if shown < len(fs) {
+		b.add(fmt.Sprintf("\n_… %d more findings, see %s._\n", len(fs)-shown, moreAt))
+	}
+	b.add("\n")
 }
 
 // Details returns the collapsible detail blocks: one per failing or erroring item, the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -84,7 +85,7 @@ func textOf(raw json.RawMessage) string {
 }
 
 // decodeAnthropic fills c from a Messages API body and returns why the real API would
-// reject it ("" if it would not).
+// reject it ("" if it would not). c keeps what was read before a rejection.
 func decodeAnthropic(body []byte, c *Call) string {
 	var req aRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -109,38 +110,12 @@ func decodeAnthropic(body []byte, c *Call) string {
 		return "messages: at least one message is required"
 	}
 
-	if len(req.System) > 0 {
-		var s string
-		if json.Unmarshal(req.System, &s) == nil {
-			out.System = s
-		} else {
-			var bs []aBlock
-			if err := json.Unmarshal(req.System, &bs); err != nil {
-				return "system: must be a string or an array of text blocks"
-			}
-			var parts []string
-			for _, b := range bs {
-				parts = append(parts, b.Text)
-				if b.CacheControl != nil {
-					c.CacheBreakpoints = append(c.CacheBreakpoints, "system")
-				}
-			}
-			out.System = strings.Join(parts, "\n")
-		}
+	d := anthropicDecoder{c: c, out: out}
+	if why := d.system(req.System); why != "" {
+		return why
 	}
-	for i, t := range req.Tools {
-		if t.CacheControl != nil {
-			c.CacheBreakpoints = append(c.CacheBreakpoints, fmt.Sprintf("tools[%d]", i))
-		}
-		if t.Name == "" {
-			return fmt.Sprintf("tools.%d.name: Field required", i)
-		}
-		if t.Type == "" || t.Type == "custom" {
-			if len(t.InputSchema) == 0 {
-				return fmt.Sprintf("tools.%d.input_schema: Field required", i)
-			}
-		}
-		out.Tools = append(out.Tools, model.Tool{Name: t.Name, Description: t.Description, Schema: t.InputSchema})
+	if why := d.tools(req.Tools); why != "" {
+		return why
 	}
 	switch c.ToolChoice {
 	case "none":
@@ -148,89 +123,16 @@ func decodeAnthropic(body []byte, c *Call) string {
 	case "any":
 		out.ToolChoice = model.ToolChoiceRequired
 	}
-	if req.MaxTokens != nil {
-		out.MaxTokens = *req.MaxTokens
+	out.MaxTokens = *req.MaxTokens
+	for i := range req.Messages {
+		if why := d.message(req.Messages, i); why != "" {
+			return why
+		}
 	}
-
-	hasToolBlocks := false
-	var pendingUses []string
-	for i, m := range req.Messages {
-		if m.Role != "user" && m.Role != "assistant" {
-			return fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i)
-		}
-		if i == 0 && m.Role != "user" {
-			return "messages: first message must use the \"user\" role"
-		}
-		if i > 0 && req.Messages[i-1].Role == m.Role {
-			return fmt.Sprintf("messages.%d: roles must alternate between \"user\" and \"assistant\"", i)
-		}
-		bs, err := blocks(m.Content)
-		if err != nil {
-			return fmt.Sprintf("messages.%d.content: %v", i, err)
-		}
-		if len(bs) == 0 {
-			return fmt.Sprintf("messages.%d: all messages must have non-empty content", i)
-		}
-		msg := model.Message{Role: model.Role(m.Role)}
-		var uses []string
-		answered := map[string]bool{}
-		var texts []string
-		for j, b := range bs {
-			if b.CacheControl != nil {
-				c.CacheBreakpoints = append(c.CacheBreakpoints, fmt.Sprintf("messages[%d].content[%d]", i, j))
-			}
-			switch b.Type {
-			case "text":
-				if strings.TrimSpace(b.Text) == "" {
-					return fmt.Sprintf("messages.%d.content.%d.text: text content blocks must contain non-whitespace text", i, j)
-				}
-				texts = append(texts, b.Text)
-			case "tool_use":
-				hasToolBlocks = true
-				if m.Role != "assistant" {
-					return fmt.Sprintf("messages.%d.content.%d: tool_use blocks are only allowed in assistant messages", i, j)
-				}
-				if !strings.HasPrefix(strings.TrimSpace(string(b.Input)), "{") {
-					return fmt.Sprintf("messages.%d.content.%d.input: Input should be a valid dictionary", i, j)
-				}
-				uses = append(uses, b.ID)
-				msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Input: b.Input})
-			case "tool_result":
-				hasToolBlocks = true
-				if m.Role != "user" {
-					return fmt.Sprintf("messages.%d.content.%d: tool_result blocks are only allowed in user messages", i, j)
-				}
-				if !contains(pendingUses, b.ToolUseID) {
-					return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)
-				}
-				if len(texts) > 0 {
-					return fmt.Sprintf("messages.%d.content.%d: tool_result blocks must come before any text in a user message", i, j)
-				}
-				answered[b.ToolUseID] = true
-				msg.ToolResults = append(msg.ToolResults, model.ToolResult{CallID: b.ToolUseID, Content: textOf(b.Content), IsError: b.IsError})
-			default:
-				return fmt.Sprintf("messages.%d.content.%d.type: unsupported block type %q in this fake", i, j, b.Type)
-			}
-		}
-		msg.Text = strings.Join(texts, "\n")
-		if m.Role == "user" {
-			var missing []string
-			for _, id := range pendingUses {
-				if !answered[id] {
-					missing = append(missing, id)
-				}
-			}
-			if len(missing) > 0 {
-				return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
-			}
-		}
-		pendingUses = uses
-		out.Messages = append(out.Messages, msg)
-	}
-	if len(pendingUses) > 0 && req.Messages[len(req.Messages)-1].Role == "assistant" {
+	if len(d.pendingUses) > 0 && req.Messages[len(req.Messages)-1].Role == "assistant" {
 		return "messages: the final assistant message has tool_use blocks without results"
 	}
-	if hasToolBlocks && len(req.Tools) == 0 {
+	if d.hasToolBlocks && len(req.Tools) == 0 {
 		return "Requests which include `tool_use` or `tool_result` blocks must define tools."
 	}
 	if n := len(c.CacheBreakpoints); n > 4 {
@@ -239,13 +141,147 @@ func decodeAnthropic(body []byte, c *Call) string {
 	return ""
 }
 
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
+// anthropicDecoder carries what decodeAnthropic learns across the parts of a request:
+// cache breakpoints go to c, the decoded request to out, and the tool_use ids of the
+// previous message wait for their results.
+type anthropicDecoder struct {
+	c             *Call
+	out           *model.Request
+	pendingUses   []string
+	hasToolBlocks bool
+}
+
+// system reads the system prompt, a string or an array of text blocks.
+func (d *anthropicDecoder) system(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		d.out.System = s
+		return ""
+	}
+	var bs []aBlock
+	if err := json.Unmarshal(raw, &bs); err != nil {
+		return "system: must be a string or an array of text blocks"
+	}
+	var parts []string
+	for _, b := range bs {
+		parts = append(parts, b.Text)
+		if b.CacheControl != nil {
+			d.c.CacheBreakpoints = append(d.c.CacheBreakpoints, "system")
 		}
 	}
-	return false
+	d.out.System = strings.Join(parts, "\n")
+	return ""
+}
+
+func (d *anthropicDecoder) tools(tools []aTool) string {
+	for i, t := range tools {
+		if t.CacheControl != nil {
+			d.c.CacheBreakpoints = append(d.c.CacheBreakpoints, fmt.Sprintf("tools[%d]", i))
+		}
+		if t.Name == "" {
+			return fmt.Sprintf("tools.%d.name: Field required", i)
+		}
+		if (t.Type == "" || t.Type == "custom") && len(t.InputSchema) == 0 {
+			return fmt.Sprintf("tools.%d.input_schema: Field required", i)
+		}
+		d.out.Tools = append(d.out.Tools, model.Tool{Name: t.Name, Description: t.Description, Schema: t.InputSchema})
+	}
+	return ""
+}
+
+// anthropicTurn is one message being decoded.
+type anthropicTurn struct {
+	index    int
+	role     string
+	msg      model.Message
+	texts    []string
+	uses     []string        // tool_use ids this message asks for
+	answered map[string]bool // tool_use ids of the previous message this one answers
+}
+
+// message decodes msgs[i], checking that roles alternate and that every tool_use of the
+// previous message is answered.
+func (d *anthropicDecoder) message(msgs []aMessage, i int) string {
+	m := msgs[i]
+	switch {
+	case m.Role != "user" && m.Role != "assistant":
+		return fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i)
+	case i == 0 && m.Role != "user":
+		return "messages: first message must use the \"user\" role"
+	case i > 0 && msgs[i-1].Role == m.Role:
+		return fmt.Sprintf("messages.%d: roles must alternate between \"user\" and \"assistant\"", i)
+	}
+	bs, err := blocks(m.Content)
+	if err != nil {
+		return fmt.Sprintf("messages.%d.content: %v", i, err)
+	}
+	if len(bs) == 0 {
+		return fmt.Sprintf("messages.%d: all messages must have non-empty content", i)
+	}
+	t := &anthropicTurn{index: i, role: m.Role, msg: model.Message{Role: model.Role(m.Role)}, answered: map[string]bool{}}
+	for j, b := range bs {
+		if b.CacheControl != nil {
+			d.c.CacheBreakpoints = append(d.c.CacheBreakpoints, fmt.Sprintf("messages[%d].content[%d]", i, j))
+		}
+		if why := d.block(t, j, b); why != "" {
+			return why
+		}
+	}
+	t.msg.Text = strings.Join(t.texts, "\n")
+	if m.Role == "user" {
+		var missing []string
+		for _, id := range d.pendingUses {
+			if !t.answered[id] {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
+		}
+	}
+	d.pendingUses = t.uses
+	d.out.Messages = append(d.out.Messages, t.msg)
+	return ""
+}
+
+// block decodes content block j of turn t.
+func (d *anthropicDecoder) block(t *anthropicTurn, j int, b aBlock) string {
+	i := t.index
+	switch b.Type {
+	case "text":
+		if strings.TrimSpace(b.Text) == "" {
+			return fmt.Sprintf("messages.%d.content.%d.text: text content blocks must contain non-whitespace text", i, j)
+		}
+		t.texts = append(t.texts, b.Text)
+	case "tool_use":
+		d.hasToolBlocks = true
+		if t.role != "assistant" {
+			return fmt.Sprintf("messages.%d.content.%d: tool_use blocks are only allowed in assistant messages", i, j)
+		}
+		if !strings.HasPrefix(strings.TrimSpace(string(b.Input)), "{") {
+			return fmt.Sprintf("messages.%d.content.%d.input: Input should be a valid dictionary", i, j)
+		}
+		t.uses = append(t.uses, b.ID)
+		t.msg.ToolCalls = append(t.msg.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Input: b.Input})
+	case "tool_result":
+		d.hasToolBlocks = true
+		switch {
+		case t.role != "user":
+			return fmt.Sprintf("messages.%d.content.%d: tool_result blocks are only allowed in user messages", i, j)
+		case !slices.Contains(d.pendingUses, b.ToolUseID):
+			return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)
+		case len(t.texts) > 0:
+			return fmt.Sprintf("messages.%d.content.%d: tool_result blocks must come before any text in a user message", i, j)
+		}
+		t.answered[b.ToolUseID] = true
+		t.msg.ToolResults = append(t.msg.ToolResults, model.ToolResult{CallID: b.ToolUseID, Content: textOf(b.Content), IsError: b.IsError})
+	default:
+		return fmt.Sprintf("messages.%d.content.%d.type: unsupported block type %q in this fake", i, j, b.Type)
+	}
+	return ""
 }
 
 func anthropicReply(c Call, st Step) map[string]any {

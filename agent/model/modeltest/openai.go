@@ -3,6 +3,7 @@ package modeltest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,7 +71,7 @@ func oText(raw json.RawMessage) (string, error) {
 }
 
 // decodeOpenAI fills c from a Chat Completions body and returns why the real API would
-// reject it ("" if it would not).
+// reject it ("" if it would not). c keeps what was read before a rejection.
 func decodeOpenAI(body []byte, c *Call) string {
 	var req oRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -83,18 +84,7 @@ func decodeOpenAI(body []byte, c *Call) string {
 	case req.MaxTokens != nil:
 		c.MaxTokens = *req.MaxTokens
 	}
-	if len(req.ToolChoice) > 0 {
-		var s string
-		if json.Unmarshal(req.ToolChoice, &s) == nil {
-			c.ToolChoice = s
-		} else {
-			var o struct {
-				Type string `json:"type"`
-			}
-			_ = json.Unmarshal(req.ToolChoice, &o) // neither a string nor an object: no tool choice
-			c.ToolChoice = o.Type
-		}
-	}
+	c.ToolChoice = oToolChoice(req.ToolChoice)
 	out := &model.Request{MaxTokens: c.MaxTokens}
 	c.Request = out
 	switch {
@@ -126,55 +116,103 @@ func decodeOpenAI(body []byte, c *Call) string {
 		return "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."
 	}
 
-	var pending []string
+	d := openAIDecoder{out: out}
 	for i, m := range req.Messages {
-		text, err := oText(m.Content)
-		if err != nil {
-			return fmt.Sprintf("messages[%d].content: %v", i, err)
-		}
-		if m.Role != "tool" && len(pending) > 0 {
-			return fmt.Sprintf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(pending, ", "))
-		}
-		switch m.Role {
-		case "system", "developer":
-			if out.System != "" {
-				out.System += "\n"
-			}
-			out.System += text
-		case "user":
-			out.Messages = append(out.Messages, model.Message{Role: model.RoleUser, Text: text})
-		case "assistant":
-			msg := model.Message{Role: model.RoleAssistant, Text: text}
-			for j, tc := range m.ToolCalls {
-				if tc.ID == "" || tc.Function.Name == "" {
-					return fmt.Sprintf("messages[%d].tool_calls[%d]: id and function.name are required", i, j)
-				}
-				pending = append(pending, tc.ID)
-				msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(jsonOrString(tc.Function.Arguments))})
-			}
-			if text == "" && len(m.ToolCalls) == 0 {
-				return fmt.Sprintf("messages[%d]: an assistant message needs content or tool_calls", i)
-			}
-			out.Messages = append(out.Messages, msg)
-		case "tool":
-			idx := indexOf(pending, m.ToolCallID)
-			if idx < 0 {
-				//nolint:misspell // "preceeding" is the real API's wording, kept so clients see the same message.
-				return fmt.Sprintf("Invalid parameter: messages[%d] with role 'tool' must be a response to a preceeding message with 'tool_calls' (tool_call_id %q).", i, m.ToolCallID)
-			}
-			pending = append(pending[:idx], pending[idx+1:]...)
-			res := model.ToolResult{CallID: m.ToolCallID, Content: text}
-			if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == model.RoleUser && out.Messages[n-1].Text == "" {
-				out.Messages[n-1].ToolResults = append(out.Messages[n-1].ToolResults, res)
-			} else {
-				out.Messages = append(out.Messages, model.Message{Role: model.RoleUser, ToolResults: []model.ToolResult{res}})
-			}
-		default:
-			return fmt.Sprintf("messages[%d].role: invalid role %q", i, m.Role)
+		if why := d.message(i, m); why != "" {
+			return why
 		}
 	}
-	if len(pending) > 0 {
-		return fmt.Sprintf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(pending, ", "))
+	if len(d.pending) > 0 {
+		return unansweredToolCalls(d.pending)
+	}
+	return ""
+}
+
+// oToolChoice reads tool_choice, a string ("auto") or an object with a type; anything else
+// is no tool choice.
+func oToolChoice(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &o) // neither a string nor an object: no tool choice
+	return o.Type
+}
+
+func unansweredToolCalls(ids []string) string {
+	return fmt.Sprintf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(ids, ", "))
+}
+
+// openAIDecoder turns Chat Completions messages into out's messages: system and developer
+// messages into the system prompt, tool messages into the results of the user turn that
+// follows the calls. pending holds the tool_call ids still waiting for a tool message.
+type openAIDecoder struct {
+	out     *model.Request
+	pending []string
+}
+
+func (d *openAIDecoder) message(i int, m oMessage) string {
+	text, err := oText(m.Content)
+	if err != nil {
+		return fmt.Sprintf("messages[%d].content: %v", i, err)
+	}
+	if m.Role != "tool" && len(d.pending) > 0 {
+		return unansweredToolCalls(d.pending)
+	}
+	switch m.Role {
+	case "system", "developer":
+		if d.out.System != "" {
+			d.out.System += "\n"
+		}
+		d.out.System += text
+	case "user":
+		d.out.Messages = append(d.out.Messages, model.Message{Role: model.RoleUser, Text: text})
+	case "assistant":
+		return d.assistant(i, m, text)
+	case "tool":
+		return d.toolResult(i, m, text)
+	default:
+		return fmt.Sprintf("messages[%d].role: invalid role %q", i, m.Role)
+	}
+	return ""
+}
+
+func (d *openAIDecoder) assistant(i int, m oMessage, text string) string {
+	msg := model.Message{Role: model.RoleAssistant, Text: text}
+	for j, tc := range m.ToolCalls {
+		if tc.ID == "" || tc.Function.Name == "" {
+			return fmt.Sprintf("messages[%d].tool_calls[%d]: id and function.name are required", i, j)
+		}
+		d.pending = append(d.pending, tc.ID)
+		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(jsonOrString(tc.Function.Arguments))})
+	}
+	if text == "" && len(m.ToolCalls) == 0 {
+		return fmt.Sprintf("messages[%d]: an assistant message needs content or tool_calls", i)
+	}
+	d.out.Messages = append(d.out.Messages, msg)
+	return ""
+}
+
+// toolResult files a tool message under the user turn that answers the calls, opening
+// that turn with the first result.
+func (d *openAIDecoder) toolResult(i int, m oMessage, text string) string {
+	idx := slices.Index(d.pending, m.ToolCallID)
+	if idx < 0 {
+		//nolint:misspell // "preceeding" is the real API's wording, kept so clients see the same message.
+		return fmt.Sprintf("Invalid parameter: messages[%d] with role 'tool' must be a response to a preceeding message with 'tool_calls' (tool_call_id %q).", i, m.ToolCallID)
+	}
+	d.pending = slices.Delete(d.pending, idx, idx+1)
+	res := model.ToolResult{CallID: m.ToolCallID, Content: text}
+	if n := len(d.out.Messages); n > 0 && d.out.Messages[n-1].Role == model.RoleUser && d.out.Messages[n-1].Text == "" {
+		d.out.Messages[n-1].ToolResults = append(d.out.Messages[n-1].ToolResults, res)
+	} else {
+		d.out.Messages = append(d.out.Messages, model.Message{Role: model.RoleUser, ToolResults: []model.ToolResult{res}})
 	}
 	return ""
 }
@@ -185,15 +223,6 @@ func jsonOrString(s string) string {
 	}
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return -1
 }
 
 func openAIReply(c Call, st Step) map[string]any {

@@ -264,9 +264,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// serve runs one endpoint: it applies injected faults, calls fn with the call's number
-// (1-based, per endpoint) and logs the call.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, body []byte, fn func(w *fakekit.Recorder, n int)) {
+// serve runs one endpoint: it applies injected faults, calls fn with the request's
+// context and the call's number (1-based, per endpoint) and logs the call.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, body []byte, fn func(ctx context.Context, w *fakekit.Recorder, n int)) {
 	rec := fakekit.NewRecorder(w)
 	s.mu.Lock()
 	s.counts[endpoint]++
@@ -281,7 +281,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, 
 		writeFault(rec, f)
 		return
 	}
-	fn(rec, n)
+	fn(r.Context(), rec, n)
 }
 
 func readBody(r *http.Request) ([]byte, error) {
@@ -300,7 +300,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.serve(w, r, "start", body, func(w *fakekit.Recorder, _ int) {
+	s.serve(w, r, "start", body, func(_ context.Context, w *fakekit.Recorder, _ int) {
 		interp := r.PathValue("id")
 		var req struct {
 			Name                  *string `json:"name"`
@@ -393,7 +393,7 @@ func (s *Server) lookup(w *fakekit.Recorder, interp, id string) *session {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, "get", nil, func(w *fakekit.Recorder, _ int) {
+	s.serve(w, r, "get", nil, func(_ context.Context, w *fakekit.Recorder, _ int) {
 		ss := s.lookup(w, r.PathValue("id"), r.URL.Query().Get("sessionId"))
 		if ss == nil {
 			return
@@ -422,7 +422,7 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.serve(w, r, "stop", body, func(w *fakekit.Recorder, _ int) {
+	s.serve(w, r, "stop", body, func(_ context.Context, w *fakekit.Recorder, _ int) {
 		ss := s.lookup(w, r.PathValue("id"), r.URL.Query().Get("sessionId"))
 		if ss == nil {
 			return
@@ -463,7 +463,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.serve(w, r, "list", body, func(w *fakekit.Recorder, _ int) {
+	s.serve(w, r, "list", body, func(_ context.Context, w *fakekit.Recorder, _ int) {
 		interp := r.PathValue("id")
 		var req struct {
 			MaxResults *int   `json:"maxResults"`
@@ -591,7 +591,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	var req invokeRequest
 	jsonErr := json.Unmarshal(body, &req)
 	endpoint := "invoke:" + req.Name
-	s.serve(w, r, endpoint, body, func(w *fakekit.Recorder, n int) {
+	s.serve(w, r, endpoint, body, func(ctx context.Context, w *fakekit.Recorder, n int) {
 		switch {
 		case int64(len(body)) > limit:
 			writeValidation(w, "arguments", fmt.Sprintf("Request body exceeds the maximum allowed size of %d bytes", limit))
@@ -633,7 +633,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The command keeps running when the client goes away, as on AgentCore.
-		ctx := context.WithoutCancel(r.Context())
+		ctx = context.WithoutCancel(ctx)
 		if f, ok := s.FaultsAfterRun.Hit(endpoint); ok {
 			_, _ = run(ctx)
 			writeFault(w, f)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -143,10 +144,13 @@ var targets = []target{
 				if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
 					return err
 				}
-				tw.Write(f.body)
+				if _, err := tw.Write(f.body); err != nil {
+					return err
+				}
 			}
-			tw.Close()
-			zw.Close()
+			if err := errors.Join(tw.Close(), zw.Close()); err != nil {
+				return err
+			}
 			return c.JSON(ctx, httpapi.Request{Method: "POST", Path: "v2/sandboxes/sessions/" + got.Sandbox.CurrentSessionID + "/fs/write",
 				Query: url.Values{"teamId": {"team"}}, Header: http.Header{"X-Cwd": {"/"}}, Body: httpapi.BytesBody(tgz.Bytes(), "application/gzip")}, nil)
 		}

@@ -203,7 +203,7 @@ func TestLogArrivalOrder(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(l.Handler(func(w http.ResponseWriter, r *http.Request) string {
 		if r.URL.Path == "/stream" {
-			io.WriteString(w, "all of it")
+			_, _ = io.WriteString(w, "all of it") // a failed write is the client's error, which the test checks
 			w.(http.Flusher).Flush()
 			<-release // the handler is still running when the client has read everything
 		}

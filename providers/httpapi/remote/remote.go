@@ -165,18 +165,8 @@ const maxInlineStdin = 16 << 10
 
 // Exec runs cmd; see providers.Sandbox.
 func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecResult, error) {
-	if len(cmd.Argv) == 0 {
-		return providers.ExecResult{}, fmt.Errorf("%s: exec: empty argv", s.cfg.Provider)
-	}
-	for k := range cmd.Env {
-		if !ValidEnvName(k) {
-			return providers.ExecResult{}, fmt.Errorf("%s: exec: environment variable name %q is not a valid shell name (letters, digits, _; not starting with a digit)", s.cfg.Provider, k)
-		}
-	}
-	for _, a := range cmd.Argv {
-		if containsNUL(a) {
-			return providers.ExecResult{}, fmt.Errorf("%s: exec: argument contains a NUL byte", s.cfg.Provider)
-		}
+	if err := s.checkCmd(cmd); err != nil {
+		return providers.ExecResult{}, err
 	}
 	prefix := s.cfg.TempDir + "/.talkops-" + nonce()
 	if err := s.begin(prefix); err != nil {
@@ -184,18 +174,9 @@ func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	}
 	defer s.end(prefix)
 
-	env := maps.Clone(s.cfg.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	maps.Copy(env, cmd.Env)
-	for k, v := range env {
-		if !ValidEnvName(k) {
-			return providers.ExecResult{}, fmt.Errorf("%s: exec: environment variable name %q is not a valid shell name", s.cfg.Provider, k)
-		}
-		if containsNUL(v) {
-			return providers.ExecResult{}, fmt.Errorf("%s: exec: environment variable %s contains a NUL byte", s.cfg.Provider, k)
-		}
+	env, err := s.execEnv(cmd.Env)
+	if err != nil {
+		return providers.ExecResult{}, err
 	}
 	spec := scriptSpec{
 		argv:        cmd.Argv,
@@ -208,36 +189,16 @@ func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 		prefix:      prefix,
 		marker:      "--talkops-stderr-" + nonce() + "--",
 	}
-	var staged []string
+	var staged []string // this command's files in the sandbox, removed when it ends
 	defer func() {
 		if len(staged) > 0 {
 			s.cleanup(ctx, staged)
 		}
 	}()
-	if cmd.Stdin != nil {
-		in, err := io.ReadAll(io.LimitReader(cmd.Stdin, maxInlineStdin+1))
-		if err != nil {
-			return providers.ExecResult{}, fmt.Errorf("%s: exec: read stdin: %w", s.cfg.Provider, err)
-		}
-		if len(in) > maxInlineStdin {
-			f := prefix + ".stdin"
-			if err := s.stageStream(ctx, f, io.MultiReader(bytes.NewReader(in), cmd.Stdin)); err != nil {
-				return providers.ExecResult{}, fmt.Errorf("%s: exec: stage stdin: %w", s.cfg.Provider, err)
-			}
-			staged = append(staged, f)
-			spec.stdinFile = f
-		} else {
-			spec.stdinInline = in
-		}
-	}
-	script := spec.build()
-	if len(script) > s.cfg.MaxScript {
-		f := prefix + ".sh"
-		if err := s.driver.WriteFile(ctx, f, httpapi.BytesBody([]byte(script), "application/octet-stream")); err != nil {
-			return providers.ExecResult{}, fmt.Errorf("%s: exec: stage script: %w", s.cfg.Provider, err)
-		}
-		staged = append(staged, f)
-		script = "sh " + Quote(f) + "\n"
+	script, files, err := s.stageInputs(ctx, &spec, cmd.Stdin)
+	staged = append(staged, files...)
+	if err != nil {
+		return providers.ExecResult{}, err
 	}
 
 	run := Run{Script: script, Stdout: cmd.Stdout, Stderr: cmd.Stderr}
@@ -255,46 +216,142 @@ func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	res, err := s.driver.Run(rctx, run)
 	elapsed := time.Since(start)
 	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			s.kill(ctx, prefix)
-			return providers.ExecResult{Duration: elapsed}, fmt.Errorf("%s: exec %s: %w", s.cfg.Provider, cmd.Argv[0], ctx.Err())
-		case rctx.Err() != nil:
-			// The client-side bound: neither the sandbox nor the server stopped it.
-			s.kill(ctx, prefix)
-			return providers.ExecResult{ExitCode: 124, TimedOut: true, Duration: elapsed,
-				Stderr: fmt.Appendf(nil, "talkops: command timed out after %s\n", cmd.Timeout)}, nil
+		return s.runFailed(ctx, rctx, cmd, prefix, elapsed, err)
+	}
+	out, files := s.output(ctx, spec, res)
+	staged = append(staged, files...)
+	if !res.Streamed {
+		if cmd.Stdout != nil && len(out.stdout) > 0 {
+			_, _ = cmd.Stdout.Write(out.stdout)
 		}
-		return providers.ExecResult{Duration: elapsed}, fmt.Errorf("%s: exec %s: %w", s.cfg.Provider, cmd.Argv[0], err)
+		if cmd.Stderr != nil && len(out.stderr) > 0 {
+			_, _ = cmd.Stderr.Write(out.stderr)
+		}
 	}
-	stdout, stderr := res.Stdout, res.Stderr
-	if s.cfg.SplitStderr {
-		stdout, stderr = splitOutput(res.Stdout, spec.marker)
+	return execResult(cmd, res, elapsed, out), nil
+}
+
+// checkCmd rejects what cannot be written into a shell script: no argv, an environment
+// name that is not a shell name, a NUL byte in an argument.
+func (s *Sandbox) checkCmd(cmd providers.Cmd) error {
+	if len(cmd.Argv) == 0 {
+		return fmt.Errorf("%s: exec: empty argv", s.cfg.Provider)
 	}
-	apiTruncated := false
+	for k := range cmd.Env {
+		if !ValidEnvName(k) {
+			return fmt.Errorf("%s: exec: environment variable name %q is not a valid shell name (letters, digits, _; not starting with a digit)", s.cfg.Provider, k)
+		}
+	}
+	for _, a := range cmd.Argv {
+		if containsNUL(a) {
+			return fmt.Errorf("%s: exec: argument contains a NUL byte", s.cfg.Provider)
+		}
+	}
+	return nil
+}
+
+// execEnv is the sandbox's environment with the command's on top, checked as a whole.
+func (s *Sandbox) execEnv(cmdEnv map[string]string) (map[string]string, error) {
+	env := maps.Clone(s.cfg.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, cmdEnv)
+	for k, v := range env {
+		if !ValidEnvName(k) {
+			return nil, fmt.Errorf("%s: exec: environment variable name %q is not a valid shell name", s.cfg.Provider, k)
+		}
+		if containsNUL(v) {
+			return nil, fmt.Errorf("%s: exec: environment variable %s contains a NUL byte", s.cfg.Provider, k)
+		}
+	}
+	return env, nil
+}
+
+// stageInputs puts stdin into spec, inline when small and as an uploaded file otherwise,
+// and returns the script to run: the script itself, or a call of it uploaded as a file
+// when it is longer than the API takes. files are what it uploaded, also on an error.
+func (s *Sandbox) stageInputs(ctx context.Context, spec *scriptSpec, stdin io.Reader) (script string, files []string, err error) {
+	if stdin != nil {
+		in, err := io.ReadAll(io.LimitReader(stdin, maxInlineStdin+1))
+		if err != nil {
+			return "", files, fmt.Errorf("%s: exec: read stdin: %w", s.cfg.Provider, err)
+		}
+		if len(in) > maxInlineStdin {
+			f := spec.prefix + ".stdin"
+			if err := s.stageStream(ctx, f, io.MultiReader(bytes.NewReader(in), stdin)); err != nil {
+				return "", files, fmt.Errorf("%s: exec: stage stdin: %w", s.cfg.Provider, err)
+			}
+			files = append(files, f)
+			spec.stdinFile = f
+		} else {
+			spec.stdinInline = in
+		}
+	}
+	script = spec.build()
+	if len(script) > s.cfg.MaxScript {
+		f := spec.prefix + ".sh"
+		if err := s.driver.WriteFile(ctx, f, httpapi.BytesBody([]byte(script), "application/octet-stream")); err != nil {
+			return "", files, fmt.Errorf("%s: exec: stage script: %w", s.cfg.Provider, err)
+		}
+		files = append(files, f)
+		script = "sh " + Quote(f) + "\n"
+	}
+	return script, files, nil
+}
+
+// runFailed turns a failed Run into Exec's answer: the caller's cancellation is an error,
+// the client-side bound a timed-out result, anything else an error. Both bounds kill what
+// may still run in the sandbox.
+func (s *Sandbox) runFailed(ctx, rctx context.Context, cmd providers.Cmd, prefix string, elapsed time.Duration, err error) (providers.ExecResult, error) {
 	switch {
-	case res.Truncated || bytes.Contains(stdout, replacementChar) || bytes.Contains(stderr, replacementChar):
+	case ctx.Err() != nil:
+		s.kill(ctx, prefix)
+		return providers.ExecResult{Duration: elapsed}, fmt.Errorf("%s: exec %s: %w", s.cfg.Provider, cmd.Argv[0], ctx.Err())
+	case rctx.Err() != nil:
+		// The client-side bound: neither the sandbox nor the server stopped it.
+		s.kill(ctx, prefix)
+		return providers.ExecResult{ExitCode: 124, TimedOut: true, Duration: elapsed,
+			Stderr: fmt.Appendf(nil, "talkops: command timed out after %s\n", cmd.Timeout)}, nil
+	}
+	return providers.ExecResult{Duration: elapsed}, fmt.Errorf("%s: exec %s: %w", s.cfg.Provider, cmd.Argv[0], err)
+}
+
+// commandOutput is what a command wrote, as exact as the sandbox could give it.
+type commandOutput struct {
+	stdout, stderr []byte
+	apiTruncated   bool // the API cut the output and the script kept no exact copy
+}
+
+// output separates the command's stdout and stderr and, when the API's copy may be cut
+// or mangled, reads the exact one the script kept. files are the kept copies to remove.
+func (s *Sandbox) output(ctx context.Context, spec scriptSpec, res Result) (out commandOutput, files []string) {
+	out.stdout, out.stderr = res.Stdout, res.Stderr
+	if s.cfg.SplitStderr {
+		out.stdout, out.stderr = splitOutput(res.Stdout, spec.marker)
+	}
+	kept := []string{spec.prefix + ".out", spec.prefix + ".err"}
+	switch {
+	case res.Truncated || bytes.Contains(out.stdout, replacementChar) || bytes.Contains(out.stderr, replacementChar):
 		// Output the API cut short, or possibly bytes that are not UTF-8 mangled by the
 		// JSON transport: the script kept the exact output in files in that case.
-		if o, e, ok := s.exactOutput(ctx, prefix); ok {
-			stdout, stderr = o, e
+		if o, e, ok := s.exactOutput(ctx, spec.prefix); ok {
+			out.stdout, out.stderr = o, e
 		} else {
-			apiTruncated = res.Truncated
+			out.apiTruncated = res.Truncated
 		}
-		staged = append(staged, prefix+".out", prefix+".err")
-	case !isASCII(stdout) || !isASCII(stderr), s.cfg.KeepLines > 0 && (s.big(stdout) || s.big(stderr)):
+		return out, kept
+	case !isASCII(out.stdout) || !isASCII(out.stderr), s.cfg.KeepLines > 0 && (s.big(out.stdout) || s.big(out.stderr)):
 		// The script may have kept the files (a sandbox without iconv keeps them for
 		// any non-ASCII output): remove them.
-		staged = append(staged, prefix+".out", prefix+".err")
+		return out, kept
 	}
-	if !res.Streamed {
-		if cmd.Stdout != nil && len(stdout) > 0 {
-			_, _ = cmd.Stdout.Write(stdout)
-		}
-		if cmd.Stderr != nil && len(stderr) > 0 {
-			_, _ = cmd.Stderr.Write(stderr)
-		}
-	}
+	return out, nil
+}
+
+// execResult is the result of a command that ran: a timeout as the sandbox or the
+// script's own timeout reported it, the output capped at cmd.OutputLimit.
+func execResult(cmd providers.Cmd, res Result, elapsed time.Duration, o commandOutput) providers.ExecResult {
 	out := providers.ExecResult{ExitCode: res.ExitCode, Duration: elapsed}
 	switch {
 	case res.TimedOut:
@@ -304,17 +361,17 @@ func (s *Sandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecRe
 	}
 	limit := cmd.OutputLimit
 	so, se := providers.NewCappedBuffer(limit), providers.NewCappedBuffer(limit)
-	_, _ = so.Write(stdout)
-	_, _ = se.Write(stderr)
+	_, _ = so.Write(o.stdout)
+	_, _ = se.Write(o.stderr)
 	out.Stdout, out.Stderr = so.Bytes(), se.Bytes()
-	out.Truncated = so.Truncated() || se.Truncated() || apiTruncated
+	out.Truncated = so.Truncated() || se.Truncated() || o.apiTruncated
 	if out.Stdout == nil {
 		out.Stdout = []byte{}
 	}
 	if out.Stderr == nil {
 		out.Stderr = []byte{}
 	}
-	return out, nil
+	return out
 }
 
 // Upload extracts the gzip tar stream into dir; see providers.Sandbox. The stream is

@@ -202,49 +202,8 @@ var (
 )
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
-	p, m := strings.TrimPrefix(r.URL.Path, "/api"), r.Method
-	var endpoint string
-	var h func(http.ResponseWriter, *http.Request, []string)
-	var args []string
-	control := true
-	switch {
-	case p == "/v2/sandboxes/boxes" && m == http.MethodPost:
-		endpoint, h = "create", s.create
-	case p == "/v2/sandboxes/boxes" && m == http.MethodGet:
-		endpoint, h = "list", s.list
-	case reBox.MatchString(p):
-		g := reBox.FindStringSubmatch(p)
-		args = g[1:2]
-		switch {
-		case g[2] == "" && m == http.MethodGet:
-			endpoint, h = "get", s.get
-		case g[2] == "" && m == http.MethodDelete:
-			endpoint, h = "delete", s.delete
-		case g[2] == "/status" && m == http.MethodGet:
-			endpoint, h = "status", s.status
-		case g[2] == "/start" && m == http.MethodPost:
-			endpoint, h = "start", s.startStop
-		case g[2] == "/stop" && m == http.MethodPost:
-			endpoint, h = "stop", s.startStop
-		}
-	case p == "/v2/sandboxes/snapshots" && m == http.MethodGet:
-		endpoint, h = "snapshots", s.listSnapshots
-	case p == "/v2/sandboxes/snapshots" && m == http.MethodPost:
-		endpoint, h = "snapshot-create", s.createSnapshot
-	case reSnapshot.MatchString(p) && m == http.MethodGet:
-		endpoint, h, args = "snapshot-get", s.getSnapshot, reSnapshot.FindStringSubmatch(p)[1:]
-	case reDP.MatchString(p):
-		g := reDP.FindStringSubmatch(p)
-		args, control = g[1:2], false
-		switch {
-		case g[2] == "execute" && m == http.MethodPost:
-			endpoint, h = "execute", s.execute
-		case g[2] == "upload" && m == http.MethodPost:
-			endpoint, h = "upload", s.upload
-		case g[2] == "download" && m == http.MethodGet:
-			endpoint, h = "download", s.download
-		}
-	}
+	p := strings.TrimPrefix(r.URL.Path, "/api")
+	endpoint, h, args := s.match(r.Method, p)
 	if h == nil {
 		fakekit.WriteJSON(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
 		return "unknown"
@@ -253,13 +212,56 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		fakekit.WriteJSON(w, http.StatusUnauthorized, map[string]any{"detail": "Invalid token"})
 		return endpoint
 	}
-	if control && s.FeatureDisabled {
+	// FeatureDisabled turns off the control plane; the data plane (/dp/) still answers.
+	if s.FeatureDisabled && !strings.HasPrefix(p, "/dp/") {
 		fakekit.WriteJSON(w, http.StatusForbidden, map[string]any{"error": "FeatureDisabled", "message": "Sandbox feature is not enabled for this organization"})
 		return endpoint
 	}
 	s.Faults.Serve(w, endpoint, func(w http.ResponseWriter, status int) { detail(w, status, "InternalError", "injected fault") },
 		func(w http.ResponseWriter) { h(w, r, args) })
 	return endpoint
+}
+
+// match finds the endpoint for a method and a path (without /api): its name, its
+// handler (nil when there is none) and the arguments cut out of the path.
+func (s *Server) match(method, p string) (endpoint string, h func(http.ResponseWriter, *http.Request, []string), args []string) {
+	pattern := p
+	if g := reBox.FindStringSubmatch(p); g != nil {
+		pattern, args = "/v2/sandboxes/boxes/{id}"+g[2], g[1:2]
+	} else if g := reSnapshot.FindStringSubmatch(p); g != nil {
+		pattern, args = "/v2/sandboxes/snapshots/{id}", g[1:]
+	} else if g := reDP.FindStringSubmatch(p); g != nil {
+		pattern, args = "/dp/{id}/"+g[2], g[1:2]
+	}
+	switch method + " " + pattern {
+	case "POST /v2/sandboxes/boxes":
+		return "create", s.create, args
+	case "GET /v2/sandboxes/boxes":
+		return "list", s.list, args
+	case "GET /v2/sandboxes/boxes/{id}":
+		return "get", s.get, args
+	case "DELETE /v2/sandboxes/boxes/{id}":
+		return "delete", s.delete, args
+	case "GET /v2/sandboxes/boxes/{id}/status":
+		return "status", s.status, args
+	case "POST /v2/sandboxes/boxes/{id}/start":
+		return "start", s.startStop, args
+	case "POST /v2/sandboxes/boxes/{id}/stop":
+		return "stop", s.startStop, args
+	case "GET /v2/sandboxes/snapshots":
+		return "snapshots", s.listSnapshots, args
+	case "POST /v2/sandboxes/snapshots":
+		return "snapshot-create", s.createSnapshot, args
+	case "GET /v2/sandboxes/snapshots/{id}":
+		return "snapshot-get", s.getSnapshot, args
+	case "POST /dp/{id}/execute":
+		return "execute", s.execute, args
+	case "POST /dp/{id}/upload":
+		return "upload", s.upload, args
+	case "GET /dp/{id}/download":
+		return "download", s.download, args
+	}
+	return "", nil, nil
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {

@@ -223,6 +223,7 @@ func (c *control) SandboxTagsSet(ctx context.Context, req *pb.SandboxTagsSetRequ
 	return &pb.SandboxTagsSetResponse{}, nil
 }
 
+//nolint:revive // the name is the Modal service's rpc SandboxGetTaskId, dictated by the generated gRPC server interface
 func (c *control) SandboxGetTaskId(ctx context.Context, req *pb.SandboxGetTaskIdRequest) (*pb.SandboxGetTaskIdResponse, error) {
 	if err := c.s.checkClient(ctx, ""); err != nil {
 		return nil, err

@@ -94,8 +94,9 @@ func (r *router) TaskExecStart(ctx context.Context, req *pb.TaskExecStartRequest
 	if p, err := lookPath(args[0], env); err == nil {
 		cmd.Path = p
 	}
-	go func() {
-		o := b.procs.Run(context.Background(), cmd)
+	// The command outlives this call, as on Modal; the fake's Close kills what still runs.
+	go func(ctx context.Context) {
+		o := b.procs.Run(ctx, cmd)
 		e.mu.Lock()
 		switch {
 		case o.StartErr != nil:
@@ -111,7 +112,7 @@ func (r *router) TaskExecStart(ctx context.Context, req *pb.TaskExecStartRequest
 		e.changed = make(chan struct{})
 		e.mu.Unlock()
 		close(e.exited)
-	}()
+	}(context.WithoutCancel(ctx))
 	return &pb.TaskExecStartResponse{}, nil
 }
 

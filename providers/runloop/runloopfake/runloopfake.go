@@ -525,12 +525,13 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, args []string) 
 	}
 	s.mu.Unlock()
 	if !dup {
-		go func() {
+		// The command outlives this request, as on Runloop; the fake's Close kills what still runs.
+		go func(ctx context.Context) {
 			shell := "/bin/bash"
 			if _, err := os.Stat(shell); err != nil {
 				shell = "/bin/sh"
 			}
-			o := b.procs.Run(context.Background(), fakekit.Command{Path: shell, Args: []string{"-c", in.Command}, Dir: b.home, Env: fakekit.BaseEnv(b.home)})
+			o := b.procs.Run(ctx, fakekit.Command{Path: shell, Args: []string{"-c", in.Command}, Dir: b.home, Env: fakekit.BaseEnv(b.home)})
 			s.mu.Lock()
 			ex.exit, ex.stdout, ex.stderr = o.ExitCode, o.Stdout, o.Stderr
 			if o.StartErr != nil {
@@ -538,7 +539,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, args []string) 
 			}
 			s.mu.Unlock()
 			close(ex.done)
-		}()
+		}(context.WithoutCancel(r.Context()))
 	}
 	if optimistic {
 		select {
