@@ -25,6 +25,29 @@ const (
 	VerdictError = "error"
 )
 
+// Rubric statuses (the TalkOps contract's words). Scoring yields satisfied, failed or
+// error; the revision loop adds needs_revision ("failed, and another agent pass is
+// allowed").
+const (
+	RubricSatisfied     = "satisfied"
+	RubricNeedsRevision = "needs_revision"
+	RubricFailed        = "failed"
+	RubricError         = "error"
+)
+
+// VerdictFromRubric maps a rubric status to result.json's verdict: satisfied → pass;
+// failed and needs_revision (no iterations left) → fail; error or anything else → error.
+func VerdictFromRubric(status string) string {
+	switch status {
+	case RubricSatisfied:
+		return VerdictPass
+	case RubricFailed, RubricNeedsRevision:
+		return VerdictFail
+	default:
+		return VerdictError
+	}
+}
+
 // CountItems tallies item statuses. A status it does not know counts as an error, never
 // as a pass or a skip.
 func CountItems(items []Item) Counts {

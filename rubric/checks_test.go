@@ -324,8 +324,8 @@ func TestExampleRubric(t *testing.T) {
 		wantStatus []string
 		wantScore  string
 	}{
-		{clean, []string{"pass", "pass", "pass", "pass"}, StatusSatisfied},
-		{broken, []string{"fail", "fail", "fail", "fail"}, StatusFailed},
+		{clean, []string{"pass", "pass", "pass", "pass"}, result.RubricSatisfied},
+		{broken, []string{"fail", "fail", "fail", "fail"}, result.RubricFailed},
 	}
 	for _, tt := range tests {
 		items := RunChecks(t.Context(), newHostSandbox(t, tt.dir), r, nil)

@@ -55,7 +55,7 @@ func TestLocalProvider(t *testing.T) {
 			t.Fatal(err)
 		}
 		items := RunChecks(t.Context(), sb, r, nil)
-		if _, status := Score(items, r.PassThreshold); status != StatusSatisfied {
+		if _, status := Score(items, r.PassThreshold); status != result.RubricSatisfied {
 			t.Errorf("examples/checks.toml on the local provider: %s\n%+v", status, items)
 		}
 	})

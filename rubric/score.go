@@ -15,15 +15,6 @@ import (
 	"github.com/talkops/talkops/rubric/evidence"
 )
 
-// Rubric statuses. Score returns satisfied, failed or error; the revision loop adds
-// needs_revision (TalkOps' word for "failed, and another agent pass is allowed").
-const (
-	StatusSatisfied     = "satisfied"
-	StatusNeedsRevision = "needs_revision"
-	StatusFailed        = "failed"
-	StatusError         = "error"
-)
-
 // scoreEpsilon absorbs float rounding when comparing a weighted score to the threshold.
 const scoreEpsilon = 1e-9
 
@@ -67,13 +58,13 @@ func Score(items []result.Item, threshold float64) (float64, string) {
 	}
 	switch {
 	case requiredFail:
-		return score, StatusFailed
+		return score, result.RubricFailed
 	case anyError || !evaluated:
-		return score, StatusError
+		return score, result.RubricError
 	case score+scoreEpsilon >= threshold:
-		return score, StatusSatisfied
+		return score, result.RubricSatisfied
 	default:
-		return score, StatusFailed
+		return score, result.RubricFailed
 	}
 }
 
@@ -87,32 +78,19 @@ func itemScore(it result.Item) float64 {
 	return 0
 }
 
-// Verdict maps a rubric status to result.json's verdict: satisfied → pass; failed and
-// needs_revision (no iterations left) → fail; error or anything else → error.
-func Verdict(status string) string {
-	switch status {
-	case StatusSatisfied:
-		return result.VerdictPass
-	case StatusFailed, StatusNeedsRevision:
-		return result.VerdictFail
-	default:
-		return result.VerdictError
-	}
-}
-
 // LoopStatus turns Score's status for iteration n (1-based) of at most limit into the
 // revision loop's status: a failed evaluation becomes needs_revision while iterations
 // remain, unless a protected path was changed (tampering is not something to revise).
 func LoopStatus(status string, items []result.Item, n, limit int) string {
-	if status != StatusFailed || n >= limit {
+	if status != result.RubricFailed || n >= limit {
 		return status
 	}
 	for _, it := range items {
 		if it.Kind == KindIntegrity && it.Status == result.StatusFail {
-			return StatusFailed
+			return result.RubricFailed
 		}
 	}
-	return StatusNeedsRevision
+	return result.RubricNeedsRevision
 }
 
 // Reason explains a status in one line for result.json's reason and the summary.
@@ -127,12 +105,12 @@ func Reason(items []result.Item, status string, score, threshold float64) string
 	}
 	var head string
 	switch status {
-	case StatusSatisfied:
+	case result.RubricSatisfied:
 		if threshold < 1 {
 			return fmt.Sprintf("rubric satisfied: score %.2f, threshold %.2f", score, threshold)
 		}
 		return fmt.Sprintf("rubric satisfied: all %d scored items passed", len(items))
-	case StatusFailed, StatusNeedsRevision:
+	case result.RubricFailed, result.RubricNeedsRevision:
 		pick(func(it result.Item) bool { return it.Required && it.Status == result.StatusFail })
 		if len(picked) == 0 {
 			return fmt.Sprintf("score %.2f is below the pass threshold %.2f", score, threshold)
@@ -199,7 +177,7 @@ type JudgeRequest struct {
 //		agent pass (the first with the prompt, later ones with RevisionMessage)
 //		it := ev.Evaluate(ctx, n)
 //		iterations = append(iterations, it)
-//		if it.Status != rubric.StatusNeedsRevision { break }
+//		if it.Status != result.RubricNeedsRevision { break }
 //	}
 //	res.Rubric = r.Record(iterations)
 type Evaluator struct {

@@ -92,14 +92,6 @@ type Evaluation struct {
 	Revision string
 }
 
-// Rubric statuses (the TalkOps contract's words).
-const (
-	RubricSatisfied     = "satisfied"
-	RubricNeedsRevision = "needs_revision"
-	RubricFailed        = "failed"
-	RubricError         = "error"
-)
-
 // Publisher posts the result where people look. Begin runs when the run starts (a check
 // run in progress), Finish after result.json is final. Errors never change the verdict.
 type Publisher interface {
@@ -359,7 +351,7 @@ func (r *run) stages(ctx context.Context) {
 		if !ok {
 			return
 		}
-		if ev.Iteration.Status != RubricNeedsRevision || agent == nil || n >= r.opts.MaxIterations ||
+		if ev.Iteration.Status != result.RubricNeedsRevision || agent == nil || n >= r.opts.MaxIterations ||
 			(outcome != nil && outcome.Partial) {
 			return
 		}
@@ -666,18 +658,10 @@ func (r *run) finish(parent context.Context) {
 }
 
 func (r *run) verdictFromRubric() string {
-	rb := r.res.Rubric
-	if rb == nil {
+	if r.res.Rubric == nil {
 		return result.VerdictPass // no rubric: the agent finished
 	}
-	switch rb.Status {
-	case RubricSatisfied:
-		return result.VerdictPass
-	case RubricFailed, RubricNeedsRevision:
-		return result.VerdictFail
-	default:
-		return result.VerdictError
-	}
+	return result.VerdictFromRubric(r.res.Rubric.Status)
 }
 
 func (r *run) begin(ctx context.Context) {

@@ -67,7 +67,7 @@ func (c *rubricRunner) Evaluate(ctx context.Context, sb providers.Sandbox, in ru
 	for _, item := range it.Items {
 		out.Findings = append(out.Findings, item.Findings...)
 	}
-	if it.Status == rubric.StatusNeedsRevision {
+	if it.Status == result.RubricNeedsRevision {
 		out.Revision = rubric.RevisionMessage(c.r, it)
 	}
 	return out, nil

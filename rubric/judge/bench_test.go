@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/talkops/talkops/agent/model/modeltest"
+	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/rubric/judge"
 )
@@ -68,7 +69,7 @@ question = "Does the change touch only main.tf?"
 			}
 			for b.Loop() {
 				it := ev.Evaluate(context.Background(), 1)
-				if it.Status != rubric.StatusSatisfied {
+				if it.Status != result.RubricSatisfied {
 					b.Fatalf("status %s: %+v", it.Status, it.Items)
 				}
 			}

@@ -81,7 +81,7 @@ func TestRevisionLoop(t *testing.T) {
 			sh(t, sb, "echo 'looked at it' >> README.md")
 			log.ran(1, "cat main.tf", openTF)
 			it1 := ev.Evaluate(t.Context(), 1)
-			if it1.Status != rubric.StatusNeedsRevision {
+			if it1.Status != result.RubricNeedsRevision {
 				t.Fatalf("iteration 1 = %s, want needs_revision: %+v", it1.Status, it1.Items)
 			}
 			msg := rubric.RevisionMessage(r, it1)
@@ -93,11 +93,11 @@ func TestRevisionLoop(t *testing.T) {
 			sh(t, sb, `sed -i 's|0.0.0.0/0|10.0.0.0/8|' main.tf`)
 			log.ran(2, "sed -i 's|0.0.0.0/0|10.0.0.0/8|' main.tf", "")
 			it2 := ev.Evaluate(t.Context(), 2)
-			if it2.Status != rubric.StatusSatisfied {
+			if it2.Status != result.RubricSatisfied {
 				t.Fatalf("iteration 2 = %s, want satisfied: %+v", it2.Status, it2.Items)
 			}
 			rec := r.Record([]result.Iteration{it1, it2})
-			if rec.Status != rubric.StatusSatisfied || rubric.Verdict(rec.Status) != result.VerdictPass {
+			if rec.Status != result.RubricSatisfied || result.VerdictFromRubric(rec.Status) != result.VerdictPass {
 				t.Errorf("Record status = %s", rec.Status)
 			}
 			if rec.JudgeUsage == nil || rec.JudgeUsage.InputTokens == 0 {
@@ -151,7 +151,7 @@ func TestMaxIterations(t *testing.T) {
 		log.ran(n, "terraform fmt", "")
 		it := ev.Evaluate(t.Context(), n)
 		iters = append(iters, it)
-		if it.Status != rubric.StatusNeedsRevision {
+		if it.Status != result.RubricNeedsRevision {
 			break
 		}
 		if n > 5 {
@@ -162,12 +162,12 @@ func TestMaxIterations(t *testing.T) {
 	for _, it := range iters {
 		got = append(got, it.Status)
 	}
-	if diff := cmp.Diff([]string{rubric.StatusNeedsRevision, rubric.StatusFailed}, got); diff != "" {
+	if diff := cmp.Diff([]string{result.RubricNeedsRevision, result.RubricFailed}, got); diff != "" {
 		t.Errorf("iteration statuses (-want +got):\n%s", diff)
 	}
 	rec := r.Record(iters)
-	if rubric.Verdict(rec.Status) != result.VerdictFail {
-		t.Errorf("verdict = %s, want fail", rubric.Verdict(rec.Status))
+	if result.VerdictFromRubric(rec.Status) != result.VerdictFail {
+		t.Errorf("verdict = %s, want fail", result.VerdictFromRubric(rec.Status))
 	}
 	if len(srv.Calls()) != 2 {
 		t.Errorf("%d judge calls, want 2", len(srv.Calls()))
@@ -182,7 +182,7 @@ func TestJudgeErrorIsNeverAPass(t *testing.T) {
 	r := parseRubric(t, strings.Replace(ingressRubric, `evidence = ["diff", "commands"]`, "evidence = [\"diff\", \"commands\"]\nrequired = false", 1))
 	ev := &rubric.Evaluator{Rubric: r, Sandbox: sb, Judge: j, MaxIterations: 1}
 	it := ev.Evaluate(t.Context(), 1)
-	if it.Status != rubric.StatusError {
+	if it.Status != result.RubricError {
 		t.Errorf("status = %s, want error (an unsupported pass of an optional criterion): %+v", it.Status, it.Items)
 	}
 }
