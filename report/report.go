@@ -22,6 +22,7 @@ import (
 	"github.com/talkops/talkops/report/gitlab"
 	"github.com/talkops/talkops/report/hygiene"
 	"github.com/talkops/talkops/result"
+	"github.com/talkops/talkops/runner"
 )
 
 // Options configure the publishers.
@@ -85,23 +86,12 @@ func (o Options) action() *githubactions.Action {
 	return githubactions.New(githubactions.WithWriter(o.stdout()), githubactions.WithGetenv(o.getenv))
 }
 
-// Publisher publishes one result somewhere. Begin runs when the run starts (the GitHub
-// check run appears as in progress); Finish runs once result.json is final. Both are
-// safe to call on a result that is still partial. Their errors never change the verdict:
-// the caller logs them and records them in result.json.
-type Publisher interface {
-	// Name identifies the publisher in logs and result.json errors.
-	Name() string
-	Begin(ctx context.Context, r *result.Result) error
-	Finish(ctx context.Context, r *result.Result) error
-}
-
 // Detect returns the publishers for this environment, in order: the derived files
 // always, GitHub when GITHUB_ACTIONS=true, GitLab when GITLAB_CI=true. A publisher that
 // cannot be built (bad option) is replaced by one that returns the error.
-func Detect(opts Options) []Publisher {
+func Detect(opts Options) []runner.Publisher {
 	red := hygiene.NewRedactor(append(slices.Clone(opts.Secrets), SecretsFromEnv(opts.getenv)...)...)
-	pubs := []Publisher{&files{dir: opts.Dir, secrets: opts.Secrets, getenv: opts.getenv}}
+	pubs := []runner.Publisher{&files{dir: opts.Dir, secrets: opts.Secrets, getenv: opts.getenv}}
 	if opts.getenv("GITHUB_ACTIONS") == "true" {
 		resultPath := opts.ResultPath
 		if resultPath == "" {
@@ -141,7 +131,7 @@ func Detect(opts Options) []Publisher {
 	return pubs
 }
 
-func orFailing(name string, p Publisher, err error) Publisher {
+func orFailing(name string, p runner.Publisher, err error) runner.Publisher {
 	if err != nil {
 		return failing{name, err}
 	}
@@ -159,7 +149,7 @@ func (f failing) Finish(context.Context, *result.Result) error { return f.err }
 
 // warning emits a Warning event for each error of the publisher it wraps.
 type warning struct {
-	Publisher
+	runner.Publisher
 	sink events.Sink
 }
 
@@ -195,9 +185,9 @@ func (f *files) Finish(_ context.Context, r *result.Result) error {
 
 // Multi runs several publishers in order and joins their errors; one failing does not
 // stop the others.
-func Multi(pubs ...Publisher) Publisher { return multi(pubs) }
+func Multi(pubs ...runner.Publisher) runner.Publisher { return multi(pubs) }
 
-type multi []Publisher
+type multi []runner.Publisher
 
 func (m multi) Name() string {
 	names := make([]string, len(m))

@@ -92,9 +92,12 @@ type Evaluation struct {
 	Revision string
 }
 
-// Publisher posts the result where people look. Begin runs when the run starts (a check
-// run in progress), Finish after result.json is final. Errors never change the verdict.
+// Publisher posts the result where people look. Begin runs when the run starts (the
+// GitHub check run appears as in progress); Finish runs once result.json is final. Both
+// are safe to call on a result that is still partial. Their errors never change the
+// verdict: the runner logs them and records them in result.json.
 type Publisher interface {
+	// Name identifies the publisher in logs and result.json errors.
 	Name() string
 	Begin(ctx context.Context, r *result.Result) error
 	Finish(ctx context.Context, r *result.Result) error
