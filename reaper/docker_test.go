@@ -87,11 +87,11 @@ func TestDockerOrphanListedAndCollected(t *testing.T) {
 	host, _ := os.Hostname()
 	dead := deadPID(t)
 	gone := orphan(t, cli, img, map[string]string{
-		LabelOwnerPID: strconv.Itoa(dead), LabelOwnerHost: host,
+		providers.LabelOwnerPID: strconv.Itoa(dead), providers.LabelOwnerHost: host,
 		providers.LabelExpiresAt: time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 	})
 	live := orphan(t, cli, img, map[string]string{
-		LabelOwnerPID: strconv.Itoa(os.Getpid()), LabelOwnerHost: host,
+		providers.LabelOwnerPID: strconv.Itoa(os.Getpid()), providers.LabelOwnerHost: host,
 		providers.LabelExpiresAt: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
 	})
 	p := docker.New(docker.Options{})

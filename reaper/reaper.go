@@ -19,15 +19,6 @@ import (
 	"github.com/talkops/talkops/providers"
 )
 
-// Labels providers add so that gc can tell an orphan from a sandbox whose run is still
-// going: the PID of the talkops process that created it and the host it ran on. The
-// docker provider sets both; the bwrap provider's sandboxes are host-local and report
-// the PID only.
-const (
-	LabelOwnerPID  = "talkops.owner-pid"
-	LabelOwnerHost = "talkops.owner-host"
-)
-
 // ListerFunc builds the listers for the named providers; with no names, for every
 // configured provider that can list. The CLI binds one built from its provider map.
 // Listers that implement io.Closer are closed after use.
@@ -199,10 +190,10 @@ func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger
 		for _, in := range infos {
 			e := add(Entry{Provider: name, ID: in.ID})
 			e.RunID, e.State, e.CreatedAt, e.ExpiresAt, e.Labels = in.RunID, in.State, in.CreatedAt, in.ExpiresAt, in.Labels
-			if pid, err := strconv.Atoi(in.Labels[LabelOwnerPID]); err == nil {
+			if pid, err := strconv.Atoi(in.Labels[providers.LabelOwnerPID]); err == nil {
 				e.OwnerPID = pid
 			}
-			e.OwnerHost = in.Labels[LabelOwnerHost]
+			e.OwnerHost = in.Labels[providers.LabelOwnerHost]
 		}
 	}
 	host := opts.hostname()

@@ -76,10 +76,10 @@ var (
 func info(id string, created, expires time.Time, pid int, host string) providers.Info {
 	labels := map[string]string{providers.LabelCreatedBy: "talkops"}
 	if pid > 0 {
-		labels[LabelOwnerPID] = strconv.Itoa(pid)
+		labels[providers.LabelOwnerPID] = strconv.Itoa(pid)
 	}
 	if host != "" {
-		labels[LabelOwnerHost] = host
+		labels[providers.LabelOwnerHost] = host
 	}
 	return providers.Info{Provider: "docker", ID: id, RunID: "run-" + id, CreatedAt: created, ExpiresAt: expires, State: "running", Labels: labels}
 }
