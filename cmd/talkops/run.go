@@ -136,7 +136,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	}
 	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
-	secrets := append(report.SecretsFromEnv(a.getenv, cfg.Redact.Env...), passedValues(cfg, a.getenv)...)
+	secrets := append(report.SecretsFromEnv(a.getenv, os.Environ, cfg.Redact.Env...), passedValues(cfg, a.getenv)...)
 	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets}
 
 	sinks := []events.Sink{}
