@@ -15,6 +15,7 @@ import (
 
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/docker"
+	"github.com/talkops/talkops/providers/state"
 )
 
 // requireDocker returns a client and the test image, skipping without an engine
@@ -97,7 +98,7 @@ func TestDockerOrphanListedAndCollected(t *testing.T) {
 	p := docker.New(docker.Options{})
 	defer p.Close()
 	listers := map[string]providers.Lister{docker.Name: p}
-	ledger := &memLedger{entries: []LedgerEntry{{Provider: docker.Name, ID: gone, PID: dead}}}
+	ledger := &memLedger{entries: []state.Entry{{Provider: docker.Name, ID: gone, PID: dead}}}
 
 	entries, err := ListLedger(t.Context(), listers, ledger, Options{})
 	if err != nil {

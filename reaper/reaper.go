@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/state"
 )
 
 // ListerFunc builds the listers for the named providers; with no names, for every
@@ -24,20 +25,10 @@ import (
 // Listers that implement io.Closer are closed after use.
 type ListerFunc func(ctx context.Context, names []string) (map[string]providers.Lister, error)
 
-// LedgerEntry is one sandbox the local ledger says a run created.
-type LedgerEntry struct {
-	Provider   string
-	ID         string
-	RunID      string
-	CreatedAt  time.Time
-	ExpiresAt  time.Time
-	ProjectDir string
-	PID        int
-}
-
-// Ledger is the local record of created sandboxes (providers/state on disk).
+// Ledger is the local record of created sandboxes (providers/state on disk): one
+// state.Entry per sandbox a run created.
 type Ledger interface {
-	Entries() ([]LedgerEntry, error)
+	Entries() ([]state.Entry, error)
 	// Forget removes an entry; a missing one is not an error.
 	Forget(provider, id string) error
 }
@@ -155,7 +146,7 @@ func zombie(pid int) bool {
 // entries come back as StateUnchecked; the other providers' entries are still returned.
 func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger Ledger, opts Options) ([]Entry, error) {
 	var errs []error
-	var recs []LedgerEntry
+	var recs []state.Entry
 	if ledger != nil {
 		var err error
 		recs, err = ledger.Entries()
