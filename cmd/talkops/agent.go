@@ -179,7 +179,7 @@ func (c *runCmd) newJudge(cfg *config.Config, rb *rubric.Rubric, agentModel mode
 			Message: "the judge uses the agent's own model; a judge from another model family (--rubric-model) is less biased"})
 	}
 	votes := 0 // the rubric's [judge] votes, unless the user set one
-	if cfg.Source("rubric.votes") != "default" {
+	if cfg.IsSet(config.KeyRubricVotes) {
 		votes = int(cfg.Rubric.Votes)
 	}
 	j, err := judge.New(judge.Options{Model: m, ModelName: spec, Votes: votes, Redact: redact, Sink: sink})
@@ -229,9 +229,9 @@ func applyCostDefault(cfg *config.Config, m model.Model, name string, opts *agen
 			return nil
 		}
 	}
-	if src := cfg.Source("agent.max_cost_usd"); src != "default" {
+	if cfg.IsSet(config.KeyMaxCostUSD) {
 		return usagef("--max-cost-usd %g (from %s): the price of %s is not known, so the cap cannot be enforced; use a priced model or set 0",
-			opts.MaxCostUSD, src, name)
+			opts.MaxCostUSD, cfg.Source(config.KeyMaxCostUSD), name)
 	}
 	opts.MaxCostUSD = 0
 	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageAgent,

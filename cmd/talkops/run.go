@@ -320,16 +320,16 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, s
 	}
 	c.caps = caps
 	snapshot := cfg.Sandbox.Snapshot
-	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.defaultSnapshot {
+	if !cfg.IsSet(config.KeySnapshotName) && !caps.defaultSnapshot {
 		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
 	}
 	if snapshot != "" && !caps.snapshot {
 		return usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
-			name, cfg.Source("sandboxes.snapshot_name"))
+			name, cfg.Source(config.KeySnapshotName))
 	}
 	if opts.AttachID != "" && !caps.attach {
 		return usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
-			name, cfg.Source("sandboxes.sandbox_id"))
+			name, cfg.Source(config.KeySandboxID))
 	}
 	opts.Spec = sandboxSpec(opts.RunID, cfg, snapshot)
 	opts.Spec.Env = sandboxEnv(cfg, a.getenv)
@@ -340,7 +340,7 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, s
 	}
 	caches, cacheNotes, err := cache.Resolve(context.Background(), cfg.Sandbox.Caches, a.getenv)
 	if err != nil {
-		return usagef("[sandboxes] caches (from %s): %v", cfg.Source("sandboxes.caches"), err)
+		return usagef("[sandboxes] caches (from %s): %v", cfg.Source(config.KeyCaches), err)
 	}
 	opts.Spec.Caches = caches
 	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
@@ -476,7 +476,7 @@ func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) 
 // provisioned yet) and picks the publishers for this environment.
 func (c *runCmd) planReports(_ *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
 	reportDir := cfg.Run.ReportDir
-	if cfg.Source("run.report_dir") == "default" {
+	if !cfg.IsSet(config.KeyReportDir) {
 		reportDir = filepath.Join(reportDir, opts.RunID) // one directory per run
 	}
 	if err := os.MkdirAll(reportDir, 0o755); err != nil {
