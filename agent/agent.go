@@ -56,6 +56,7 @@ import (
 	"github.com/talkops/talkops/agent/tools"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/report/hygiene"
 	"github.com/talkops/talkops/result"
 )
 
@@ -244,7 +245,7 @@ func New(opts Options) (*Agent, error) {
 	if h, ok := opts.Model.(model.SecretHolder); ok {
 		secrets = append(secrets, h.Secrets()...)
 	}
-	a.redact = chain{newSecretRedactor(secrets), opts.Redactor}
+	a.redact = chain{hygiene.NewRedactor(secrets...), opts.Redactor}
 	a.rec = newRecorder(opts.Sink, a.redact, opts.ReportDir)
 	a.env = &tools.Env{
 		Sandbox:     opts.Sandbox,
