@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/archive"
 	"github.com/talkops/talkops/result"
 )
 
@@ -71,7 +70,9 @@ func (r *run) runSetup(ctx context.Context, sb providers.Sandbox, stage string) 
 	s := r.opts.SetupScript
 	name := "setup.sh"
 	dir := path.Join(setupDir, r.opts.RunID)
-	tgz, err := singleFileTarGz(name, s.Content, 0o755)
+	// Whole seconds: a sub-second time would need a PAX record, which some tar programs
+	// in sandboxes do not read.
+	tgz, err := archive.TarGz(archive.Entry{Name: name, Mode: 0o755, Body: s.Content, ModTime: time.Now().Truncate(time.Second)})
 	if err != nil {
 		return nil, err
 	}
@@ -112,25 +113,6 @@ func (r *run) runSetup(ctx context.Context, sb providers.Sandbox, stage string) 
 		return rec, fmt.Errorf("setup script %s exited with code %d; last output:\n%s", s.Path, res.ExitCode, indent(tail))
 	}
 	return rec, nil
-}
-
-func singleFileTarGz(name string, content []byte, mode int64) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(content)), ModTime: time.Now(), Typeflag: tar.TypeReg}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(content); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 func lastLines(s string, n int) string {
