@@ -126,7 +126,7 @@ func newRecorder(sink events.Sink, redact Redactor, reportDir string) *recorder 
 
 // emit records one event. Data is marshalled, redacted and kept as raw JSON.
 func (r *recorder) emit(typ events.Type, msg string, data any) {
-	ev := events.Event{Time: time.Now(), Type: typ, Stage: "agent", Message: r.redact.Redact(msg)}
+	ev := events.Event{Time: time.Now(), Type: typ, Stage: result.StageAgent, Message: r.redact.Redact(msg)}
 	if data != nil {
 		raw, err := json.Marshal(data)
 		if err != nil {
@@ -181,7 +181,7 @@ func (r *recorder) fail(err error) {
 	}
 	msg := r.redact.Redact(fmt.Sprintf("transcript %s cannot be written: %v", r.path, err))
 	raw, _ := json.Marshal(WarningData{Kind: "transcript"})
-	r.sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: "agent", Message: msg, Data: json.RawMessage(raw)})
+	r.sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageAgent, Message: msg, Data: json.RawMessage(raw)})
 }
 
 // close flushes and closes the transcript; a later emit reopens it for appending.

@@ -169,16 +169,16 @@ type warning struct {
 }
 
 func (w *warning) Begin(ctx context.Context, r *result.Result) error {
-	return w.emit("report", w.Publisher.Begin(ctx, r))
+	return w.emit(w.Publisher.Begin(ctx, r))
 }
 
 func (w *warning) Finish(ctx context.Context, r *result.Result) error {
-	return w.emit("report", w.Publisher.Finish(ctx, r))
+	return w.emit(w.Publisher.Finish(ctx, r))
 }
 
-func (w *warning) emit(stage string, err error) error {
+func (w *warning) emit(err error) error {
 	if err != nil {
-		w.sink.Emit(events.Event{Type: events.Warning, Stage: stage, Message: w.Name() + ": " + err.Error()})
+		w.sink.Emit(events.Event{Type: events.Warning, Stage: result.StageReport, Message: w.Name() + ": " + err.Error()})
 	}
 	return err
 }

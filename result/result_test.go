@@ -4,7 +4,7 @@ import "testing"
 
 func TestVerdictFromRubric(t *testing.T) {
 	t.Parallel()
-	for status, want := range map[string]string{
+	for status, want := range map[RubricStatus]string{
 		RubricSatisfied: VerdictPass, RubricFailed: VerdictFail, RubricNeedsRevision: VerdictFail,
 		RubricError: VerdictError, "": VerdictError, "grader_error": VerdictError,
 	} {

@@ -115,7 +115,7 @@ parse_file = "reports/lint.sarif"
 		case items := <-done:
 			var got []string
 			for _, it := range items {
-				got = append(got, it.ID+"="+it.Status+": "+it.Reason)
+				got = append(got, it.ID+"="+string(it.Status)+": "+it.Reason)
 			}
 			want := []string{"slow=error: interrupted while running: SIGINT", "next=skipped: not run: SIGINT"}
 			if diff := cmp.Diff(want, got); diff != "" {

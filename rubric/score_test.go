@@ -15,7 +15,7 @@ import (
 	"github.com/talkops/talkops/result"
 )
 
-func item(id, status string, required bool, weight float64) result.Item {
+func item(id string, status result.ItemStatus, required bool, weight float64) result.Item {
 	return result.Item{ID: id, Kind: KindCheck, Status: status, Required: required, Weight: weight}
 }
 
@@ -29,7 +29,7 @@ func TestScore(t *testing.T) {
 		items     []result.Item
 		threshold float64
 		score     float64
-		status    string
+		status    result.RubricStatus
 	}{
 		{"all pass", []result.Item{item("a", "pass", true, 1), item("b", "pass", false, 1)}, 1, 1, result.RubricSatisfied},
 		{"required fail", []result.Item{item("a", "fail", true, 1), item("b", "pass", false, 9)}, 0, 0.9, result.RubricFailed},
@@ -66,10 +66,10 @@ func TestLoopStatus(t *testing.T) {
 	failing := []result.Item{item("a", "fail", true, 1)}
 	tampered := append([]result.Item{{ID: "integrity:ci.yml", Kind: KindIntegrity, Status: "fail", Required: true}}, failing...)
 	tests := []struct {
-		status string
+		status result.RubricStatus
 		items  []result.Item
 		n, max int
-		want   string
+		want   result.RubricStatus
 	}{
 		{result.RubricFailed, failing, 1, 3, result.RubricNeedsRevision},
 		{result.RubricFailed, failing, 2, 3, result.RubricNeedsRevision},
@@ -93,7 +93,7 @@ func TestReason(t *testing.T) {
 	broken.Reason = "could not run: sandbox gone"
 	tests := []struct {
 		items     []result.Item
-		status    string
+		status    result.RubricStatus
 		score, th float64
 		want      string
 	}{
@@ -158,7 +158,7 @@ func TestEvaluator(t *testing.T) {
 		noJudge    bool
 		n          int
 		wantItems  []row
-		wantStatus string
+		wantStatus result.RubricStatus
 		wantCalls  int
 	}{
 		{
@@ -212,7 +212,7 @@ func TestEvaluator(t *testing.T) {
 			it := ev.Evaluate(t.Context(), tt.n)
 			var got []row
 			for _, i := range it.Items {
-				got = append(got, row{i.ID, i.Kind, i.Status, i.Reason})
+				got = append(got, row{i.ID, i.Kind, string(i.Status), i.Reason})
 			}
 			if diff := cmp.Diff(tt.wantItems, got); diff != "" {
 				t.Errorf("items mismatch (-want +got):\n%s", diff)

@@ -57,7 +57,7 @@ exec sh "$1"`
 // setup uploads the script and runs it with bash in the working directory. Host
 // environment variables are never expanded into it. Its output is streamed as events.
 func (r *run) setup(ctx context.Context) error {
-	rec, err := r.runSetup(ctx, r.sb, StageSetup)
+	rec, err := r.runSetup(ctx, r.sb, result.StageSetup)
 	if rec != nil {
 		r.res.Setup = rec
 	}
@@ -66,7 +66,7 @@ func (r *run) setup(ctx context.Context) error {
 
 // runSetup runs the setup script in sb (the run's sandbox or a clean room), streaming its
 // output as events of stage.
-func (r *run) runSetup(ctx context.Context, sb providers.Sandbox, stage string) (*result.Setup, error) {
+func (r *run) runSetup(ctx context.Context, sb providers.Sandbox, stage result.StageName) (*result.Setup, error) {
 	s := r.opts.SetupScript
 	name := "setup.sh"
 	dir := path.Join(setupDir, r.opts.RunID)
@@ -134,7 +134,7 @@ func indent(s string) string {
 // lineEmitter turns streamed command output into one events.Output per line.
 type lineEmitter struct {
 	sink   events.Sink
-	stage  string
+	stage  result.StageName
 	bufs   map[string]*bytes.Buffer
 	redact func(string) string // nil: none
 }

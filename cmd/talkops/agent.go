@@ -16,6 +16,7 @@ import (
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/rubric/judge"
 	"github.com/talkops/talkops/runner"
@@ -175,7 +176,7 @@ func (c *runCmd) newJudge(cfg *config.Config, rb *rubric.Rubric, agentModel mode
 		spec = modelName(spec, m)
 	} else {
 		spec = agentSpec
-		sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageRubric,
+		sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageRubric,
 			Message: "the judge uses the agent's own model; a judge from another model family (--rubric-model) is less biased"})
 	}
 	votes := 0 // the rubric's [judge] votes, unless the user set one
@@ -234,7 +235,7 @@ func applyCostDefault(cfg *config.Config, m model.Model, name string, opts *agen
 			opts.MaxCostUSD, cfg.Source(config.KeyMaxCostUSD), name)
 	}
 	opts.MaxCostUSD = 0
-	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageAgent,
+	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageAgent,
 		Message: fmt.Sprintf("the price of %s is not known: running without the default $%g cost cap (use --max-turns and --timeout as budgets)", name, cfg.Agent.MaxCostUSD)})
 	return nil
 }

@@ -103,7 +103,7 @@ func (c *rubricRunner) warnLeftOut(it *result.Iteration, sink events.Sink) {
 		item.Reason = strings.TrimSpace(item.Reason + "; " + note)
 		item.Reason = strings.TrimPrefix(item.Reason, "; ")
 		if sink != nil {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageRubric,
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageRubric,
 				Message: "check " + item.ID + " failed and " + note})
 		}
 	}

@@ -365,7 +365,7 @@ func warnLocalKeys(getenv func(string) string, sink events.Sink) {
 	if len(present) == 0 {
 		return
 	}
-	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageProvision,
+	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageProvision,
 		Message: fmt.Sprintf("the local provider runs the agent's commands on this host, approved with -y, while %s "+
 			"is in talkops's environment: a command can read it (local is for trusted code only; "+
 			"use --sandbox bwrap or docker for anything else)", strings.Join(present, ", "))})
@@ -435,7 +435,7 @@ func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) 
 	return func(ctx context.Context, sb providers.Sandbox, sink events.Sink) (*result.Sync, error) {
 		o := syncOpts
 		o.Progress = func(s workspace.Stats) {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: runner.StageSync,
+			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: result.StageSync,
 				Message: fmt.Sprintf("%d files, %s", s.Files, humanBytes(s.BytesSent)),
 				Data:    map[string]any{"files": s.Files, "bytes": s.Bytes, "bytes_sent": s.BytesSent}})
 		}
@@ -443,7 +443,7 @@ func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) 
 		if err == nil {
 			// The total: throttled views (CI logs) may have shown only a count from the
 			// middle of the sync.
-			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: runner.StageSync,
+			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: result.StageSync,
 				Message: fmt.Sprintf("%d files, %s, done", stats.Files, humanBytes(stats.BytesSent)),
 				Data:    map[string]any{"files": stats.Files, "bytes": stats.Bytes, "bytes_sent": stats.BytesSent, "done": true}})
 		}
@@ -459,11 +459,11 @@ func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) 
 			rec.CacheNotes = append(rec.CacheNotes, "caches not shared: the "+cfg.Sandbox.Provider+" provider does not share host caches")
 		}
 		if stats.ModeNote != "" {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageSync,
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageSync,
 				Message: "workspace copied instead of layered: " + stats.ModeNote})
 		}
 		for _, n := range rec.CacheNotes {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageSync, Message: n})
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageSync, Message: n})
 		}
 		if synced != nil {
 			synced(rec)

@@ -48,7 +48,7 @@ func TestGradePassAndFail(t *testing.T) {
 			name       string
 			stdout     string
 			exit       int
-			wantStatus string
+			wantStatus result.ItemStatus
 			wantReason string
 		}{
 			{name: "pass", stdout: "Success! The configuration is valid.\n", exit: 0, wantStatus: result.StatusPass, wantReason: "the evidence shows it"},
@@ -127,7 +127,7 @@ func TestMalformedAnswers(t *testing.T) {
 	tests := []struct {
 		name       string
 		respond    func(c modeltest.Call) modeltest.Step
-		wantStatus string
+		wantStatus result.ItemStatus
 		wantCalls  int
 		reasonHas  string
 	}{
@@ -202,7 +202,7 @@ func TestEvidenceRefs(t *testing.T) {
 		name       string
 		v          verdict
 		required   bool
-		wantStatus string
+		wantStatus result.ItemStatus
 		wantVote   string
 		reasonHas  string
 	}{
@@ -260,7 +260,7 @@ func TestTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		respond    modeltest.Responder
-		wantStatus string
+		wantStatus result.ItemStatus
 		reasonHas  string
 	}{
 		{name: "twice", respond: steps(slow), wantStatus: result.StatusError, reasonHas: "timed out after 300ms"},
@@ -324,7 +324,7 @@ func TestVotes(t *testing.T) {
 	tests := []struct {
 		name         string
 		votes        []modeltest.Responder // one per call, in order (Parallel 1)
-		wantStatus   string
+		wantStatus   result.ItemStatus
 		wantUnstable bool
 		wantVerdicts []string
 		reasonHas    string

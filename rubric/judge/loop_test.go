@@ -127,7 +127,7 @@ func TestRevisionLoop(t *testing.T) {
 			}
 			var kinds []string
 			for _, item := range it2.Items {
-				kinds = append(kinds, item.Kind+":"+item.ID+"="+item.Status)
+				kinds = append(kinds, item.Kind+":"+item.ID+"="+string(item.Status))
 			}
 			if diff := cmp.Diff([]string{"check:tf-present=pass", "judge:no-open-ingress=pass"}, kinds); diff != "" {
 				t.Errorf("iteration 2 items (-want +got):\n%s", diff)
@@ -158,11 +158,11 @@ func TestMaxIterations(t *testing.T) {
 			t.Fatal("the loop does not end")
 		}
 	}
-	var got []string
+	var got []result.RubricStatus
 	for _, it := range iters {
 		got = append(got, it.Status)
 	}
-	if diff := cmp.Diff([]string{result.RubricNeedsRevision, result.RubricFailed}, got); diff != "" {
+	if diff := cmp.Diff([]result.RubricStatus{result.RubricNeedsRevision, result.RubricFailed}, got); diff != "" {
 		t.Errorf("iteration statuses (-want +got):\n%s", diff)
 	}
 	rec := r.Record(iters)
