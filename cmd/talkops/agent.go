@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,11 +57,9 @@ type session struct {
 	servers *mcp.Set
 	redact  func(string) string
 
-	mu     sync.Mutex
-	agent  *agent.Agent
-	last   *agent.Outcome
-	passOf []int // pass number of each command in last.Commands
-	passes int
+	mu    sync.Mutex
+	agent *agent.Agent
+	last  *agent.Outcome
 }
 
 var _ runner.Agent = (*session)(nil)
@@ -108,10 +107,6 @@ func (s *session) record(out *agent.Outcome) runner.AgentOutcome {
 		return runner.AgentOutcome{}
 	}
 	s.mu.Lock()
-	s.passes++
-	for len(s.passOf) < len(out.Commands) {
-		s.passOf = append(s.passOf, s.passes)
-	}
 	s.last = out
 	s.mu.Unlock()
 	ro := runner.AgentOutcome{
@@ -136,12 +131,7 @@ func (s *session) agentRecord(int) rubric.AgentRecord {
 		return rec
 	}
 	rec.FinalMessage = s.last.Final
-	for i, c := range s.last.Commands {
-		rec.Commands = append(rec.Commands, rubric.Command{
-			Pass: s.passOf[i], Command: c.Command, Argv: c.Argv, ExitCode: c.ExitCode, TimedOut: c.TimedOut,
-			Stdout: c.Stdout, Stderr: c.Stderr, Duration: msDuration(c.DurationMS), Truncated: c.OutputTruncated,
-		})
-	}
+	rec.Commands = slices.Clone(s.last.Commands)
 	return rec
 }
 

@@ -108,5 +108,3 @@ func (c *rubricRunner) warnLeftOut(it *result.Iteration, sink events.Sink) {
 		}
 	}
 }
-
-func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

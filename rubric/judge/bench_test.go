@@ -84,7 +84,7 @@ func typicalRecord(n int) rubric.AgentRecord {
 		FinalMessage: "Done: validate passes and the ingress is restricted."}
 	for i := range n {
 		out := strings.Repeat(fmt.Sprintf("  # aws_security_group_rule.r%d will be updated in-place\n", i), 1+(i*i*37)%700)
-		rec.Commands = append(rec.Commands, rubric.Command{Pass: 1, Command: fmt.Sprintf("terraform plan -target=r%d", i), Stdout: out})
+		rec.Commands = append(rec.Commands, result.Command{Pass: 1, Command: fmt.Sprintf("terraform plan -target=r%d", i), Stdout: out})
 	}
 	return rec
 }

@@ -51,14 +51,14 @@ type agentLog struct {
 func (a *agentLog) ran(pass int, cmd, stdout string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.rec.Commands = append(a.rec.Commands, rubric.Command{Pass: pass, Command: cmd, Stdout: stdout})
+	a.rec.Commands = append(a.rec.Commands, result.Command{Pass: pass, Command: cmd, Stdout: stdout})
 }
 
 func (a *agentLog) record(int) rubric.AgentRecord {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.rec
-	r.Commands = append([]rubric.Command(nil), a.rec.Commands...)
+	r.Commands = append([]result.Command(nil), a.rec.Commands...)
 	return r
 }
 
