@@ -186,11 +186,16 @@ func typeName(v any) string {
 // sortedKeys orders a table's keys as they appear in the file, so the first error
 // reported is the first in the file.
 func sortedKeys(m map[string]any, ix posIndex, path []string) []string {
+	return keysInFileOrder(m, func(name string) pos { return ix.key(append(slices.Clone(path), name)) })
+}
+
+// keysInFileOrder returns m's keys ordered by where at says each is written (then by
+// name, for keys without a position).
+func keysInFileOrder(m map[string]any, at func(name string) pos) []string {
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)
 	}
-	at := func(name string) pos { return ix.key(append(slices.Clone(path), name)) }
 	slices.SortFunc(names, func(a, b string) int {
 		pa, pb := at(a), at(b)
 		if pa.line != pb.line {
