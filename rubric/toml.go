@@ -12,6 +12,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/talkops/talkops/internal/editdist"
 	"github.com/talkops/talkops/internal/tomlpos"
 )
 
@@ -173,34 +174,11 @@ func (d *tomlDoc) unknownKeys(path, where string, m map[string]any, valid []stri
 func suggest(k string, valid []string) string {
 	best, bestDist := "", 3
 	for _, v := range valid {
-		if dist := editDistance(strings.ToLower(k), v); dist < bestDist {
+		if dist := editdist.Distance(strings.ToLower(k), v); dist < bestDist {
 			best, bestDist = v, dist
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // --- typed getters -------------------------------------------------------------------
