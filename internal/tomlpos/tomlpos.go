@@ -110,52 +110,59 @@ func set(m map[string]Pos, path string, p Pos) {
 	}
 }
 
+// keyPart is one part of a table header or dotted key.
+type keyPart struct {
+	name string
+	at   Pos
+	end  int // offset just past it
+}
+
+func (x *indexer) keyParts(it unstable.Iterator) []keyPart {
+	var parts []keyPart
+	for it.Next() {
+		n := it.Node()
+		parts = append(parts, keyPart{name: string(n.Data), at: x.at(n.Raw), end: int(n.Raw.Offset + n.Raw.Length)})
+	}
+	return parts
+}
+
 // header records a [table] or [[array]] header and returns the table's resolved path:
 // a part naming an array of tables descends into its last element (TOML's rule for
 // [a.b] after [[a]]). Each part is recorded at its own position, so an error about
 // [sandboxes.providers.vercel] can point at "vercel".
 func (x *indexer) header(e *unstable.Node, arrays map[string]int) []string {
+	parts := x.keyParts(e.Key())
+	if len(parts) == 0 {
+		return nil
+	}
 	var resolved []string
-	var start Pos
-	it := e.Key()
-	for first := true; it.Next(); first = false {
-		n := it.Node()
-		here := x.at(n.Raw)
-		if first {
-			start = here
-		}
-		resolved = append(resolved, string(n.Data))
+	for i, part := range parts {
+		resolved = append(resolved, part.name)
 		path := Join(resolved...)
 		switch {
-		case it.IsLast() && e.Kind == unstable.ArrayTable:
-			set(x.ix.Key, path, here)
-			set(x.ix.Start, path, start)
+		case i == len(parts)-1 && e.Kind == unstable.ArrayTable:
+			set(x.ix.Key, path, part.at)
+			set(x.ix.Start, path, parts[0].at)
 			resolved = append(resolved, Elem(arrays[path]))
 			arrays[path]++
 		case arrays[path] > 0:
 			resolved = append(resolved, Elem(arrays[path]-1))
 		}
-		set(x.ix.Key, Join(resolved...), here)
+		set(x.ix.Key, Join(resolved...), part.at)
 	}
-	set(x.ix.Start, Join(resolved...), start)
+	set(x.ix.Start, Join(resolved...), parts[0].at)
 	return resolved
 }
 
 func (x *indexer) keyValue(table []string, kv *unstable.Node) {
 	path := slices.Clone(table)
+	parts := x.keyParts(kv.Key())
 	end := 0
-	var start Pos
-	it := kv.Key()
-	for first := true; it.Next(); first = false {
-		n := it.Node()
-		here := x.at(n.Raw)
-		if first {
-			start = here
-		}
-		path = append(path, string(n.Data))
-		set(x.ix.Key, Join(path...), here)
-		set(x.ix.Start, Join(path...), start)
-		end = int(n.Raw.Offset + n.Raw.Length)
+	for _, part := range parts {
+		path = append(path, part.name)
+		set(x.ix.Key, Join(path...), part.at)
+		set(x.ix.Start, Join(path...), parts[0].at)
+		end = part.end
 	}
 	// The value starts after the last key part, the '=' and the blanks around it. The
 	// parser gives arrays no range, so this is the one reliable place to find it.
