@@ -56,6 +56,7 @@ import (
 	"github.com/talkops/talkops/agent/tools"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/report/hygiene"
 	"github.com/talkops/talkops/result"
 )
 
@@ -131,22 +132,6 @@ type Options struct {
 	ExtraTools []tools.Tool
 }
 
-// CommandRecord is one execute call, for the judge's evidence.
-type CommandRecord struct {
-	Turn     int      `json:"turn"`
-	Command  string   `json:"command"`
-	Argv     []string `json:"argv"`
-	ExitCode int      `json:"exit_code"`
-	TimedOut bool     `json:"timed_out,omitempty"`
-	// Stdout and Stderr are the real output, redacted, each cut to its first and last
-	// 32 KiB (OutputTruncated); the whole of it is in OutputFile when that is set.
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	OutputTruncated bool   `json:"output_truncated,omitempty"`
-	OutputFile      string `json:"output_file,omitempty"`
-	DurationMS      int64  `json:"duration_ms"`
-}
-
 // Outcome is what a Run or Revise produced. Record, Findings and Commands are cumulative
 // over Run and every Revise.
 type Outcome struct {
@@ -155,7 +140,10 @@ type Outcome struct {
 	StopReason string
 	Record     result.Agent
 	Findings   []result.Finding
-	Commands   []CommandRecord
+	// Commands are the execute calls of every pass, oldest first: the real output,
+	// redacted, each stream cut to its first and last 32 KiB (Truncated); the whole of it
+	// is in OutputFile when that is set.
+	Commands []result.Command
 }
 
 // Agent is one conversation in one sandbox. Run and Revise must not be called concurrently.
@@ -190,7 +178,8 @@ type Agent struct {
 	denials    []result.Denial  // smu
 	findings   []result.Finding // smu
 	seenFP     map[string]bool  // smu
-	commands   []CommandRecord  // smu
+	commands   []result.Command // smu
+	pass       int              // the current pass: 1 in Run, +1 each Revise
 	infraErrs  int              // smu
 	final      string
 	stop       string
@@ -244,7 +233,7 @@ func New(opts Options) (*Agent, error) {
 	if h, ok := opts.Model.(model.SecretHolder); ok {
 		secrets = append(secrets, h.Secrets()...)
 	}
-	a.redact = chain{newSecretRedactor(secrets), opts.Redactor}
+	a.redact = chain{hygiene.NewRedactor(secrets...), opts.Redactor}
 	a.rec = newRecorder(opts.Sink, a.redact, opts.ReportDir)
 	a.env = &tools.Env{
 		Sandbox:     opts.Sandbox,
@@ -299,6 +288,7 @@ func (a *Agent) Run(ctx context.Context, prompt string) (*Outcome, error) {
 		a.rec.warn("cost_unknown", "no price is known for %s; its cost is reported as $0", nameOr(a.opts.ModelName, "the model"))
 	}
 	a.messages = append(a.messages, model.Message{Role: model.RoleUser, Text: prompt})
+	a.pass = 1
 	return a.drive(ctx)
 }
 
@@ -323,6 +313,7 @@ func (a *Agent) Revise(ctx context.Context, message string) (*Outcome, error) {
 	}
 	a.final, a.stop = "", ""
 	a.messages = append(a.messages, model.Message{Role: model.RoleUser, Text: message})
+	a.pass++
 	return a.drive(ctx)
 }
 
@@ -352,6 +343,6 @@ func (a *Agent) outcome() *Outcome {
 		StopReason: a.stop,
 		Record:     rec,
 		Findings:   append([]result.Finding(nil), a.findings...),
-		Commands:   append([]CommandRecord(nil), a.commands...),
+		Commands:   append([]result.Command(nil), a.commands...),
 	}
 }

@@ -691,9 +691,9 @@ func TestOutputTruncation(t *testing.T) {
 	if !strings.Contains(string(full), "\n50000\n") || !strings.HasSuffix(string(full), "100000\n[exit code 0]") {
 		t.Errorf("saved output is not whole (%d bytes)", len(full))
 	}
-	if c := out.Commands[0]; c.OutputFile != "tool-outputs/1.txt" || !c.OutputTruncated || len(c.Stdout) > 65<<10 ||
+	if c := out.Commands[0]; c.OutputFile != "tool-outputs/1.txt" || !c.Truncated || len(c.Stdout) > 65<<10 ||
 		!strings.HasPrefix(c.Stdout, "1\n2\n") || !strings.HasSuffix(c.Stdout, "\n100000\n") {
-		t.Errorf("command record = file %q, truncated %v, %d stdout bytes", c.OutputFile, c.OutputTruncated, len(c.Stdout))
+		t.Errorf("command record = file %q, truncated %v, %d stdout bytes", c.OutputFile, c.Truncated, len(c.Stdout))
 	}
 }
 
@@ -775,7 +775,12 @@ func TestRevise(t *testing.T) {
 		t.Errorf("app.txt = %q: the revision did not run in the same sandbox", data)
 	}
 	if out.Record.Turns != 4 || len(out.Commands) != 2 {
-		t.Errorf("turns %d commands %d; want cumulative 4 and 2", out.Record.Turns, len(out.Commands))
+		t.Fatalf("turns %d commands %d; want cumulative 4 and 2", out.Record.Turns, len(out.Commands))
+	}
+	for i, c := range out.Commands {
+		if c.Pass != i+1 || c.Turn != 2*i+1 || c.Duration <= 0 {
+			t.Errorf("command %d %q: pass %d turn %d duration %v; want pass %d, turn %d and the measured duration", i, c.Command, c.Pass, c.Turn, c.Duration, i+1, 2*i+1)
+		}
 	}
 	third := h.srv.Calls()[2].Request.Messages
 	if len(third) != 5 || !strings.Contains(third[4].Text, "must say v2") || third[3].Text != "v1 done" {

@@ -27,7 +27,7 @@ var errStalled = errors.New("no progress from the model or the tools")
 // maxParallelTools bounds how many read-only calls of one turn run at once.
 const maxParallelTools = 4
 
-// commandOutputCap is how much of each stream a CommandRecord keeps (head and tail).
+// commandOutputCap is how much of each stream a recorded command keeps (head and tail).
 const commandOutputCap = 64 << 10
 
 // maxInfraErrors ends the run after this many sandbox failures in a row.
@@ -483,11 +483,10 @@ func (a *Agent) runOne(ctx context.Context, turn int, c model.ToolCall) (model.T
 			argv[i] = a.redact.Redact(s)
 		}
 		mu.Lock()
-		a.commands = append(a.commands, CommandRecord{
-			Turn: turn, Command: a.redact.Redact(out.Exec.Command), Argv: argv, ExitCode: out.Exec.ExitCode, TimedOut: out.Exec.TimedOut,
-			Stdout: stdout, Stderr: stderr, OutputTruncated: cut1 || cut2 || out.Exec.Truncated, OutputFile: file,
-			DurationMS: out.Exec.Duration.Milliseconds(),
-		})
+		c := *out.Exec
+		c.Pass, c.Turn, c.Command, c.Argv = a.pass, turn, a.redact.Redact(c.Command), argv
+		c.Stdout, c.Stderr, c.Truncated, c.OutputFile = stdout, stderr, cut1 || cut2 || c.Truncated, file
+		a.commands = append(a.commands, c)
 		mu.Unlock()
 	}
 	if f := out.Finding; f != nil {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,46 +17,6 @@ import (
 // agent always adds the values in Options.Secrets and the model's API key.
 type Redactor interface {
 	Redact(s string) string
-}
-
-// secretRedactor replaces known secret values, and their JSON-escaped forms, with ***.
-type secretRedactor struct {
-	r *strings.Replacer
-}
-
-// minSecretLen: shorter values would redact ordinary words.
-const minSecretLen = 4
-
-func newSecretRedactor(secrets []string) *secretRedactor {
-	var vals []string
-	seen := map[string]bool{}
-	add := func(v string) {
-		if len(v) >= minSecretLen && !seen[v] {
-			seen[v] = true
-			vals = append(vals, v)
-		}
-	}
-	for _, s := range secrets {
-		s = strings.TrimSpace(s)
-		add(s)
-		if b, err := json.Marshal(s); err == nil {
-			add(string(b[1 : len(b)-1])) // as it appears inside a JSON string
-		}
-	}
-	// Longest first, so a secret containing another is replaced whole.
-	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
-	pairs := make([]string, 0, 2*len(vals))
-	for _, v := range vals {
-		pairs = append(pairs, v, "***")
-	}
-	return &secretRedactor{r: strings.NewReplacer(pairs...)}
-}
-
-func (s *secretRedactor) Redact(text string) string {
-	if s == nil || s.r == nil {
-		return text
-	}
-	return s.r.Replace(text)
 }
 
 // chain applies redactors in order.
@@ -168,7 +126,7 @@ func newRecorder(sink events.Sink, redact Redactor, reportDir string) *recorder 
 
 // emit records one event. Data is marshalled, redacted and kept as raw JSON.
 func (r *recorder) emit(typ events.Type, msg string, data any) {
-	ev := events.Event{Time: time.Now(), Type: typ, Stage: "agent", Message: r.redact.Redact(msg)}
+	ev := events.Event{Time: time.Now(), Type: typ, Stage: result.StageAgent, Message: r.redact.Redact(msg)}
 	if data != nil {
 		raw, err := json.Marshal(data)
 		if err != nil {
@@ -223,7 +181,7 @@ func (r *recorder) fail(err error) {
 	}
 	msg := r.redact.Redact(fmt.Sprintf("transcript %s cannot be written: %v", r.path, err))
 	raw, _ := json.Marshal(WarningData{Kind: "transcript"})
-	r.sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: "agent", Message: msg, Data: json.RawMessage(raw)})
+	r.sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageAgent, Message: msg, Data: json.RawMessage(raw)})
 }
 
 // close flushes and closes the transcript; a later emit reopens it for appending.

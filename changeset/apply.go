@@ -2,7 +2,6 @@ package changeset
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/archive"
 )
 
 // Applied says what Apply did.
@@ -113,8 +113,7 @@ func symlinkInside(p, target string) bool {
 // writeArchive writes entries (sorted by path, so parents come first) as a gzip tar.
 func writeArchive(w io.Writer, entries []Entry, store Contents) error {
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
-	zw := gzip.NewWriter(w)
-	tw := tar.NewWriter(zw)
+	tw := archive.NewWriter(w)
 	for _, e := range entries {
 		hdr := &tar.Header{Name: e.Path, Mode: int64(e.Mode.Perm()), ModTime: time.Now(), Format: tar.FormatPAX}
 		switch e.Type {
@@ -143,10 +142,7 @@ func writeArchive(w io.Writer, entries []Entry, store Contents) error {
 			return fmt.Errorf("%s: %w", e.Path, err)
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return zw.Close()
+	return tw.Close()
 }
 
 // Materialize writes the tree into dir on the host (which must exist and be empty), with

@@ -651,6 +651,17 @@ func (c *Config) Source(key string) string {
 	return pt.Source(sub)
 }
 
+// IsSet reports whether the setting key (a canonical name or an alias) came from a
+// flag, the environment or a config file rather than its built-in default.
+func (c *Config) IsSet(key string) bool {
+	k := lookup(key)
+	if k == nil {
+		return false
+	}
+	s, ok := c.settings[k.Name]
+	return ok && s.src.layer != layerDefault
+}
+
 // Print writes the `talkops config` table: key, value and source, aligned.
 func Print(w io.Writer, c *Config) error {
 	return printValues(w, c.Values())

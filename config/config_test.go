@@ -836,3 +836,34 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+func TestIsSet(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		project string
+		env     map[string]string
+		flags   map[string]string
+		key     string
+		want    bool
+	}{
+		{name: "default", key: KeyReportDir, want: false},
+		{name: "project file", project: "[run]\nreport_dir = \"out\"\n", key: KeyReportDir, want: true},
+		{name: "environment", env: map[string]string{"TALKOPS_RUBRIC_VOTES": "3"}, key: KeyRubricVotes, want: true},
+		{name: "flag", flags: map[string]string{KeyMaxCostUSD: "2"}, key: KeyMaxCostUSD, want: true},
+		{name: "another key set", flags: map[string]string{KeyMaxCostUSD: "2"}, key: KeyRubricVotes, want: false},
+		{name: "unknown key", key: "run.nope", want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := newFixture(t, tt.project, "").load(t, tt.env, tt.flags)
+			if err != nil {
+				t.Fatalf("Load() error: %v", err)
+			}
+			if got := c.IsSet(tt.key); got != tt.want {
+				t.Errorf("IsSet(%q) = %v, want %v (source %q)", tt.key, got, tt.want, c.Source(tt.key))
+			}
+		})
+	}
+}

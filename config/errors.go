@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/talkops/talkops/internal/editdist"
 )
 
 // Error is a configuration mistake the user can fix: a bad key, value or type in a config
@@ -81,35 +83,9 @@ func badValue(valid []string, validWhat, format string, args ...any) *valueError
 func Suggest(name string, valid []string) string {
 	best, bestDist := "", 3
 	for _, v := range valid {
-		if d := editDistance(strings.ToLower(name), v); d < bestDist && 2*d < len(v) {
+		if d := editdist.Distance(strings.ToLower(name), v); d < bestDist && 2*d < len(v) {
 			best, bestDist = v, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Damerau–Levenshtein distance (optimal string alignment) between a
-// and b, in bytes: "dokcer" is one transposition from "docker".
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }

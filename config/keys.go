@@ -148,7 +148,7 @@ var keys = []Key{
 		field:   func(c *Config) any { return &c.Sandbox.Provider },
 	},
 	{
-		Name:  "sandboxes.sandbox_id",
+		Name:  KeySandboxID,
 		Trust: TrustedOnly,
 		Type:  TypeString,
 		Env:   []string{"TALKOPS_SANDBOX_ID", "SANDBOX_ID"},
@@ -156,7 +156,7 @@ var keys = []Key{
 		field: func(c *Config) any { return &c.Sandbox.ID },
 	},
 	{
-		Name:    "sandboxes.snapshot_name",
+		Name:    KeySnapshotName,
 		Trust:   Safe,
 		Aliases: []string{"sandboxes.snapshot"},
 		Type:    TypeString,
@@ -183,7 +183,7 @@ var keys = []Key{
 		field:   func(c *Config) any { return &c.Sandbox.SyncWorkspace },
 	},
 	{
-		Name:    "sandboxes.image",
+		Name:    KeyImage,
 		Trust:   Safe,
 		Type:    TypeString,
 		Env:     []string{"TALKOPS_SANDBOX_IMAGE", "SANDBOX_IMAGE"},
@@ -238,7 +238,7 @@ var keys = []Key{
 	{
 		// Preset names are safe anywhere; an absolute host directory widens what the
 		// sandbox reads, which makes this key trusted-only for host paths.
-		Name:  "sandboxes.caches",
+		Name:  KeyCaches,
 		Trust: Safe,
 		ProjectCheck: func(v any) error {
 			for _, e := range v.([]string) {
@@ -264,7 +264,7 @@ var keys = []Key{
 		field:   func(c *Config) any { return &c.Run.Timeout },
 	},
 	{
-		Name:    "run.report_dir",
+		Name:    KeyReportDir,
 		Trust:   Safe,
 		Type:    TypePath,
 		Env:     []string{"TALKOPS_REPORT_DIR"},
@@ -319,7 +319,7 @@ var keys = []Key{
 		field:   func(c *Config) any { return &c.Agent.MaxTurns },
 	},
 	{
-		Name:    "agent.max_cost_usd",
+		Name:    KeyMaxCostUSD,
 		Trust:   TrustedOnly,
 		Type:    TypeFloat,
 		Env:     []string{"TALKOPS_MAX_COST_USD"},
@@ -387,7 +387,7 @@ var keys = []Key{
 		field:   func(c *Config) any { return &c.Rubric.MaxIterations },
 	},
 	{
-		Name:    "rubric.votes",
+		Name:    KeyRubricVotes,
 		Trust:   Safe,
 		Type:    TypeInt,
 		Env:     []string{"TALKOPS_RUBRIC_VOTES"},
@@ -431,6 +431,17 @@ var keys = []Key{
 		field:   func(c *Config) any { return &c.TrustProjectConfig },
 	},
 }
+
+// Keys the program asks about by name (whether they were set, and where).
+const (
+	KeySandboxID    = "sandboxes.sandbox_id"
+	KeySnapshotName = "sandboxes.snapshot_name"
+	KeyImage        = "sandboxes.image"
+	KeyCaches       = "sandboxes.caches"
+	KeyReportDir    = "run.report_dir"
+	KeyMaxCostUSD   = "agent.max_cost_usd"
+	KeyRubricVotes  = "rubric.votes"
+)
 
 // TrustProjectKey is the key (and, with dashes, the flag) a trusted layer sets to let the
 // project's own config set trusted-only keys.

@@ -207,21 +207,7 @@ func structFields(typ reflect.Type, prefix []int) []structField {
 
 func (t ProviderTable) decodeStruct(dst reflect.Value, m map[string]any, path []string) error {
 	fields := structFields(dst.Type(), nil)
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	at := func(name string) pos { return t.pos[joinPath(append(slices.Clone(path), name))].pos }
-	slices.SortFunc(names, func(a, b string) int {
-		pa, pb := at(a), at(b)
-		if pa.line != pb.line {
-			return pa.line - pb.line
-		}
-		if pa.col != pb.col {
-			return pa.col - pb.col
-		}
-		return strings.Compare(a, b)
-	})
+	names := keysInFileOrder(m, func(name string) pos { return t.pos[joinPath(append(slices.Clone(path), name))].pos })
 	for _, name := range names {
 		p := append(slices.Clone(path), name)
 		i := slices.IndexFunc(fields, func(f structField) bool { return f.name == name })

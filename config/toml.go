@@ -6,38 +6,44 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/talkops/talkops/internal/tomlpos"
 )
 
-// pathSep joins key parts in position-index keys; TOML keys may contain dots, so a dot
-// cannot be the separator.
-const pathSep = "\x1f"
+// pathSep joins key parts in position-index keys (see tomlpos.Join).
+const pathSep = tomlpos.Sep
 
 // pos is a 1-based position in a config file.
 type pos struct {
 	line, col int
 }
 
+func posOf(p tomlpos.Pos) pos { return pos{line: p.Line, col: p.Col} }
+
 // posIndex remembers where every key and value of a document is. Paths are key parts
 // joined with pathSep; an element of an array (of tables) is the part "#<index>".
-type posIndex struct {
-	keys map[string]pos
-	vals map[string]pos
+type posIndex struct{ *tomlpos.Index }
+
+func joinPath(parts []string) string { return tomlpos.Join(parts...) }
+
+func (ix posIndex) key(parts []string) pos {
+	if ix.Index == nil {
+		return pos{}
+	}
+	return posOf(ix.Key[joinPath(parts)])
 }
-
-func joinPath(parts []string) string { return strings.Join(parts, pathSep) }
-
-func (ix posIndex) key(parts []string) pos { return ix.keys[joinPath(parts)] }
 
 // val returns the value's position, or the key's if the value has none recorded.
 func (ix posIndex) val(parts []string) pos {
-	if p, ok := ix.vals[joinPath(parts)]; ok {
-		return p
+	if ix.Index == nil {
+		return pos{}
+	}
+	if p, ok := ix.Value[joinPath(parts)]; ok {
+		return posOf(p)
 	}
 	return ix.key(parts)
 }
@@ -50,131 +56,11 @@ func decodeTOML(data []byte) (map[string]any, posIndex, error) {
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return nil, posIndex{}, err
 	}
-	ix, err := indexPositions(data)
+	ix, err := tomlpos.Build(data)
 	if err != nil {
 		return nil, posIndex{}, err
 	}
-	return doc, ix, nil
-}
-
-// lineStarts returns the offset of each line's first byte.
-func lineStarts(data []byte) []int {
-	starts := []int{0}
-	for i, b := range data {
-		if b == '\n' {
-			starts = append(starts, i+1)
-		}
-	}
-	return starts
-}
-
-// indexer walks go-toml's parser output and records positions.
-type indexer struct {
-	data   []byte
-	starts []int // offset of each line's first byte
-	ix     posIndex
-}
-
-func (x *indexer) at(r unstable.Range) pos {
-	off := int(r.Offset)
-	line := sort.Search(len(x.starts), func(i int) bool { return x.starts[i] > off })
-	return pos{line: line, col: off - x.starts[line-1] + 1}
-}
-
-func indexPositions(data []byte) (posIndex, error) {
-	x := &indexer{data: data, starts: lineStarts(data), ix: posIndex{keys: map[string]pos{}, vals: map[string]pos{}}}
-	var p unstable.Parser
-	p.Reset(data)
-	var table []string
-	arrays := map[string]int{} // array-of-tables path → elements so far
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			// Each part of a header is recorded at its own position, so an error about
-			// [sandboxes.providers.vercel] points at "vercel".
-			var resolved []string
-			it := e.Key()
-			for it.Next() {
-				n := it.Node()
-				here := x.at(n.Raw)
-				resolved = append(resolved, string(n.Data))
-				path := joinPath(resolved)
-				switch {
-				case it.IsLast() && e.Kind == unstable.ArrayTable:
-					if _, ok := x.ix.keys[path]; !ok {
-						x.ix.keys[path] = here
-					}
-					resolved = append(resolved, "#"+strconv.Itoa(arrays[path]))
-					arrays[path]++
-				case arrays[path] > 0:
-					resolved = append(resolved, "#"+strconv.Itoa(arrays[path]-1))
-				}
-				if _, ok := x.ix.keys[joinPath(resolved)]; !ok {
-					x.ix.keys[joinPath(resolved)] = here
-				}
-			}
-			table = resolved
-		case unstable.KeyValue:
-			x.keyValue(table, e)
-		}
-	}
-	if err := p.Error(); err != nil {
-		// Unreachable after a successful Unmarshal of the same bytes; kept so a parser
-		// difference surfaces as an error instead of missing positions.
-		return x.ix, fmt.Errorf("index positions: %w", err)
-	}
-	return x.ix, nil
-}
-
-func (x *indexer) keyValue(table []string, kv *unstable.Node) {
-	path := slices.Clone(table)
-	end := 0
-	it := kv.Key()
-	for it.Next() {
-		n := it.Node()
-		path = append(path, string(n.Data))
-		if _, ok := x.ix.keys[joinPath(path)]; !ok {
-			x.ix.keys[joinPath(path)] = x.at(n.Raw)
-		}
-		end = int(n.Raw.Offset + n.Raw.Length)
-	}
-	// The value starts after the last key part, the '=' and the blanks around it. The
-	// parser gives arrays no range, so this is the one reliable place to find it.
-	valAt := end
-	for valAt < len(x.data) && (x.data[valAt] == ' ' || x.data[valAt] == '\t' || x.data[valAt] == '=') {
-		valAt++
-	}
-	x.value(path, kv.Value(), x.at(unstable.Range{Offset: uint32(valAt)}))
-}
-
-// value records v's position: its own range when the parser gives one, else where.
-func (x *indexer) value(path []string, v *unstable.Node, where pos) {
-	p := where
-	if v.Raw.Length > 0 && v.Kind != unstable.Array {
-		p = x.at(v.Raw)
-	}
-	x.ix.vals[joinPath(path)] = p
-	switch v.Kind {
-	case unstable.Array:
-		i := 0
-		for it := v.Children(); it.Next(); {
-			c := it.Node()
-			if c.Kind == unstable.Comment {
-				continue
-			}
-			elem := append(slices.Clone(path), "#"+strconv.Itoa(i))
-			x.value(elem, c, p)
-			x.ix.keys[joinPath(elem)] = x.ix.vals[joinPath(elem)]
-			i++
-		}
-	case unstable.InlineTable:
-		for it := v.Children(); it.Next(); {
-			if c := it.Node(); c.Kind == unstable.KeyValue {
-				x.keyValue(path, c)
-			}
-		}
-	}
+	return doc, posIndex{ix}, nil
 }
 
 // fileSource describes one config file being read.
@@ -301,11 +187,16 @@ func typeName(v any) string {
 // sortedKeys orders a table's keys as they appear in the file, so the first error
 // reported is the first in the file.
 func sortedKeys(m map[string]any, ix posIndex, path []string) []string {
+	return keysInFileOrder(m, func(name string) pos { return ix.key(append(slices.Clone(path), name)) })
+}
+
+// keysInFileOrder returns m's keys ordered by where at says each is written (then by
+// name, for keys without a position).
+func keysInFileOrder(m map[string]any, at func(name string) pos) []string {
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)
 	}
-	at := func(name string) pos { return ix.key(append(slices.Clone(path), name)) }
 	slices.SortFunc(names, func(a, b string) int {
 		pa, pb := at(a), at(b)
 		if pa.line != pb.line {
@@ -459,10 +350,10 @@ func newTable(f *fileSource, tbl map[string]any, p []string, name string) *Provi
 	pt := &ProviderTable{Name: name, Values: map[string]any{}, pos: map[string]filePos{}}
 	pt.header = filePos{file: f, pos: f.ix.key(p)}
 	prefix := joinPath(p) + pathSep
-	for k, kp := range f.ix.keys {
+	for k, kp := range f.ix.Key {
 		if strings.HasPrefix(k, prefix) {
 			rel := strings.TrimPrefix(k, prefix)
-			pt.pos[rel] = filePos{file: f, pos: kp, val: f.ix.vals[k]}
+			pt.pos[rel] = filePos{file: f, pos: posOf(kp), val: posOf(f.ix.Value[k])}
 		}
 	}
 	for k, v := range tbl {

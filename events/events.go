@@ -6,6 +6,8 @@ package events
 import (
 	"sync"
 	"time"
+
+	"github.com/talkops/talkops/result"
 )
 
 // Type names an event kind. The values are part of the stream-json format: add, never rename.
@@ -36,11 +38,11 @@ const (
 // Event is one thing that happened. Data holds the kind-specific payload and must marshal
 // to JSON; it never contains secrets (emitters redact before emitting).
 type Event struct {
-	Time    time.Time `json:"time"`
-	Type    Type      `json:"type"`
-	Stage   string    `json:"stage,omitempty"`
-	Message string    `json:"message,omitempty"`
-	Data    any       `json:"data,omitempty"`
+	Time    time.Time        `json:"time"`
+	Type    Type             `json:"type"`
+	Stage   result.StageName `json:"stage,omitempty"`
+	Message string           `json:"message,omitempty"`
+	Data    any              `json:"data,omitempty"`
 }
 
 // Sink receives events. Emit must not block for long and must be safe for concurrent use.

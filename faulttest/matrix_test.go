@@ -646,7 +646,7 @@ func reach(t *testing.T, r row, p *proc, held interface{ Arrived() <-chan struct
 	case r.stage == sAgentTool:
 		return waitStage(p, filepath.Join(reportDir, "result.json"), "agent", within) && running()
 	case r.stage == sProvision || (r.stage == sSetup && r.fault == fReportGone):
-		return waitStage(p, filepath.Join(reportDir, "result.json"), r.stage, within)
+		return waitStage(p, filepath.Join(reportDir, "result.json"), result.StageName(r.stage), within)
 	case r.stage == sSetup:
 		return waitStage(p, filepath.Join(reportDir, "result.json"), sSetup, within) && running()
 	case r.stage == sCheck1 || r.stage == sCleanCheck:
@@ -674,7 +674,7 @@ func arrived(p *proc, ch <-chan struct{}, within time.Duration) bool {
 
 // waitStage polls result.json, which the runner rewrites at each stage start, until the
 // stage is running.
-func waitStage(p *proc, path, stage string, within time.Duration) bool {
+func waitStage(p *proc, path string, stage result.StageName, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) && !p.exited() {
 		if data, err := os.ReadFile(path); err == nil {
@@ -724,9 +724,9 @@ func checkResult(o *outcome, p *proc, reportDir string, killed bool) {
 	o.result = "ok"
 	for _, s := range res.Stages {
 		switch s.Status {
-		case "interrupted", "timeout", result.StatusFailed:
+		case result.StageInterrupted, result.StageTimeout, result.StageFailed:
 			if o.hit == "" {
-				o.hit = s.Name + " " + s.Status
+				o.hit = string(s.Name) + " " + string(s.Status)
 			}
 		}
 	}

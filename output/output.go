@@ -72,12 +72,12 @@ func (p *progress) emit(e events.Event) {
 		}
 		p.line(line)
 	case events.StageStarted:
-		p.line("▸ " + e.Stage)
+		p.line("▸ " + string(e.Stage))
 	case events.StageFinished:
 		d, _ := e.Data.(map[string]any)
 		ms, _ := d["duration_ms"].(int64)
 		mark := "✓"
-		if e.Message != result.StatusOK {
+		if e.Message != string(result.StageOK) {
 			mark = "✗"
 		}
 		msg := fmt.Sprintf("%s %s %s (%s)", mark, e.Stage, e.Message, time.Duration(ms)*time.Millisecond)

@@ -37,6 +37,14 @@ const (
 	LabelCreatedBy = "talkops.created-by" // always "talkops"
 )
 
+// Label keys that let gc tell an orphan from a sandbox whose run is still going: the PID
+// of the talkops process that created it and the host it ran on. Providers whose
+// sandboxes are host-local add them (as labels, or when listing from their own records).
+const (
+	LabelOwnerPID  = "talkops.owner-pid"
+	LabelOwnerHost = "talkops.owner-host"
+)
+
 // Provider creates and attaches sandboxes of one kind.
 type Provider interface {
 	// Name is the provider's id as the user types it: "local", "docker", "daytona", ...

@@ -15,6 +15,7 @@ import (
 
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/docker"
+	"github.com/talkops/talkops/providers/state"
 )
 
 // requireDocker returns a client and the test image, skipping without an engine
@@ -87,17 +88,17 @@ func TestDockerOrphanListedAndCollected(t *testing.T) {
 	host, _ := os.Hostname()
 	dead := deadPID(t)
 	gone := orphan(t, cli, img, map[string]string{
-		LabelOwnerPID: strconv.Itoa(dead), LabelOwnerHost: host,
+		providers.LabelOwnerPID: strconv.Itoa(dead), providers.LabelOwnerHost: host,
 		providers.LabelExpiresAt: time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 	})
 	live := orphan(t, cli, img, map[string]string{
-		LabelOwnerPID: strconv.Itoa(os.Getpid()), LabelOwnerHost: host,
+		providers.LabelOwnerPID: strconv.Itoa(os.Getpid()), providers.LabelOwnerHost: host,
 		providers.LabelExpiresAt: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
 	})
 	p := docker.New(docker.Options{})
 	defer p.Close()
 	listers := map[string]providers.Lister{docker.Name: p}
-	ledger := &memLedger{entries: []LedgerEntry{{Provider: docker.Name, ID: gone, PID: dead}}}
+	ledger := &memLedger{entries: []state.Entry{{Provider: docker.Name, ID: gone, PID: dead}}}
 
 	entries, err := ListLedger(t.Context(), listers, ledger, Options{})
 	if err != nil {

@@ -17,15 +17,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/providers"
-)
-
-// Labels providers add so that gc can tell an orphan from a sandbox whose run is still
-// going: the PID of the talkops process that created it and the host it ran on. The
-// docker provider sets both; the bwrap provider's sandboxes are host-local and report
-// the PID only.
-const (
-	LabelOwnerPID  = "talkops.owner-pid"
-	LabelOwnerHost = "talkops.owner-host"
+	"github.com/talkops/talkops/providers/state"
 )
 
 // ListerFunc builds the listers for the named providers; with no names, for every
@@ -33,20 +25,10 @@ const (
 // Listers that implement io.Closer are closed after use.
 type ListerFunc func(ctx context.Context, names []string) (map[string]providers.Lister, error)
 
-// LedgerEntry is one sandbox the local ledger says a run created.
-type LedgerEntry struct {
-	Provider   string
-	ID         string
-	RunID      string
-	CreatedAt  time.Time
-	ExpiresAt  time.Time
-	ProjectDir string
-	PID        int
-}
-
-// Ledger is the local record of created sandboxes (providers/state on disk).
+// Ledger is the local record of created sandboxes (providers/state on disk): one
+// state.Entry per sandbox a run created.
 type Ledger interface {
-	Entries() ([]LedgerEntry, error)
+	Entries() ([]state.Entry, error)
 	// Forget removes an entry; a missing one is not an error.
 	Forget(provider, id string) error
 }
@@ -164,7 +146,7 @@ func zombie(pid int) bool {
 // entries come back as StateUnchecked; the other providers' entries are still returned.
 func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger Ledger, opts Options) ([]Entry, error) {
 	var errs []error
-	var recs []LedgerEntry
+	var recs []state.Entry
 	if ledger != nil {
 		var err error
 		recs, err = ledger.Entries()
@@ -199,10 +181,10 @@ func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger
 		for _, in := range infos {
 			e := add(Entry{Provider: name, ID: in.ID})
 			e.RunID, e.State, e.CreatedAt, e.ExpiresAt, e.Labels = in.RunID, in.State, in.CreatedAt, in.ExpiresAt, in.Labels
-			if pid, err := strconv.Atoi(in.Labels[LabelOwnerPID]); err == nil {
+			if pid, err := strconv.Atoi(in.Labels[providers.LabelOwnerPID]); err == nil {
 				e.OwnerPID = pid
 			}
-			e.OwnerHost = in.Labels[LabelOwnerHost]
+			e.OwnerHost = in.Labels[providers.LabelOwnerHost]
 		}
 	}
 	host := opts.hostname()

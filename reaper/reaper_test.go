@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/state"
 )
 
 // fakeLister is an in-memory provider listing.
@@ -53,11 +54,11 @@ func (f *fakeLister) Delete(ctx context.Context, id string) error {
 
 // memLedger is an in-memory Ledger.
 type memLedger struct {
-	entries   []LedgerEntry
+	entries   []state.Entry
 	forgotten []string
 }
 
-func (m *memLedger) Entries() ([]LedgerEntry, error) { return m.entries, nil }
+func (m *memLedger) Entries() ([]state.Entry, error) { return m.entries, nil }
 
 func (m *memLedger) Forget(provider, id string) error {
 	m.forgotten = append(m.forgotten, provider+"/"+id)
@@ -76,10 +77,10 @@ var (
 func info(id string, created, expires time.Time, pid int, host string) providers.Info {
 	labels := map[string]string{providers.LabelCreatedBy: "talkops"}
 	if pid > 0 {
-		labels[LabelOwnerPID] = strconv.Itoa(pid)
+		labels[providers.LabelOwnerPID] = strconv.Itoa(pid)
 	}
 	if host != "" {
-		labels[LabelOwnerHost] = host
+		labels[providers.LabelOwnerHost] = host
 	}
 	return providers.Info{Provider: "docker", ID: id, RunID: "run-" + id, CreatedAt: created, ExpiresAt: expires, State: "running", Labels: labels}
 }
@@ -118,7 +119,7 @@ func TestListMergesLedgerAndProviders(t *testing.T) {
 		info("c-other", hourAgo.Add(2*time.Minute), time.Time{}, deadPIDConst, "ci-2"),
 	}}
 	broken := &fakeLister{listErr: errors.New("engine down")}
-	ledger := &memLedger{entries: []LedgerEntry{
+	ledger := &memLedger{entries: []state.Entry{
 		{Provider: "docker", ID: "c-dead", RunID: "run-c-dead", PID: deadPIDConst, ProjectDir: "/src/app"},
 		{Provider: "docker", ID: "c-vanished", RunID: "r9", CreatedAt: hourAgo, PID: deadPIDConst},
 		{Provider: "daytona", ID: "d-1", RunID: "r8", CreatedAt: hourAgo},
@@ -164,7 +165,7 @@ func TestGC(t *testing.T) {
 				},
 				delErr: map[string]error{"c-fails": errors.New("engine said no")},
 			}
-			ledger := &memLedger{entries: []LedgerEntry{
+			ledger := &memLedger{entries: []state.Entry{
 				{Provider: "docker", ID: "c-dead", PID: deadPIDConst},
 				{Provider: "docker", ID: "c-gone", CreatedAt: hourAgo},
 			}}

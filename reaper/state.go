@@ -16,17 +16,7 @@ func StateLedger(dir string) Ledger { return stateLedger(dir) }
 
 type stateLedger string
 
-func (d stateLedger) Entries() ([]LedgerEntry, error) {
-	es, err := state.List(string(d))
-	out := make([]LedgerEntry, 0, len(es))
-	for _, e := range es {
-		out = append(out, LedgerEntry{
-			Provider: e.Provider, ID: e.ID, RunID: e.RunID, CreatedAt: e.CreatedAt,
-			ExpiresAt: e.ExpiresAt, ProjectDir: e.ProjectDir, PID: e.PID,
-		})
-	}
-	return out, err
-}
+func (d stateLedger) Entries() ([]state.Entry, error) { return state.List(string(d)) }
 
 func (d stateLedger) Forget(provider, id string) error { return state.Remove(string(d), provider, id) }
 

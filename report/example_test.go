@@ -8,11 +8,7 @@ import (
 	"github.com/talkops/talkops/report"
 	"github.com/talkops/talkops/report/hygiene"
 	"github.com/talkops/talkops/result"
-	"github.com/talkops/talkops/runner"
 )
-
-// The runner consumes report publishers through its own interface.
-var _ runner.Publisher = report.Publisher(nil)
 
 func ExampleWriteFiles() {
 	dir, _ := os.MkdirTemp("", "talkops-example-")

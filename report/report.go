@@ -22,6 +22,7 @@ import (
 	"github.com/talkops/talkops/report/gitlab"
 	"github.com/talkops/talkops/report/hygiene"
 	"github.com/talkops/talkops/result"
+	"github.com/talkops/talkops/runner"
 )
 
 // Options configure the publishers.
@@ -31,6 +32,9 @@ type Options struct {
 	// Getenv reads the environment (os.Getenv in production); it decides which
 	// publishers run.
 	Getenv func(string) string
+	// Environ lists the environment as KEY=value (os.Environ in production); variables
+	// whose names end like a credential's are redacted.
+	Environ func() []string
 	// Stdout receives GitHub workflow commands and GitLab log lines.
 	Stdout io.Writer
 	// Secrets are redacted from everything published (token shapes always are).
@@ -74,6 +78,18 @@ func (o Options) getenv(k string) string {
 	return o.Getenv(k)
 }
 
+func (o Options) environ() []string {
+	if o.Environ == nil {
+		return os.Environ()
+	}
+	return o.Environ()
+}
+
+// secrets is Secrets plus the credentials found in the environment.
+func (o Options) secrets() []string {
+	return append(slices.Clone(o.Secrets), SecretsFromEnv(o.getenv, o.environ)...)
+}
+
 func (o Options) stdout() io.Writer {
 	if o.Stdout == nil {
 		return io.Discard
@@ -85,23 +101,12 @@ func (o Options) action() *githubactions.Action {
 	return githubactions.New(githubactions.WithWriter(o.stdout()), githubactions.WithGetenv(o.getenv))
 }
 
-// Publisher publishes one result somewhere. Begin runs when the run starts (the GitHub
-// check run appears as in progress); Finish runs once result.json is final. Both are
-// safe to call on a result that is still partial. Their errors never change the verdict:
-// the caller logs them and records them in result.json.
-type Publisher interface {
-	// Name identifies the publisher in logs and result.json errors.
-	Name() string
-	Begin(ctx context.Context, r *result.Result) error
-	Finish(ctx context.Context, r *result.Result) error
-}
-
 // Detect returns the publishers for this environment, in order: the derived files
 // always, GitHub when GITHUB_ACTIONS=true, GitLab when GITLAB_CI=true. A publisher that
 // cannot be built (bad option) is replaced by one that returns the error.
-func Detect(opts Options) []Publisher {
-	red := hygiene.NewRedactor(append(slices.Clone(opts.Secrets), SecretsFromEnv(opts.getenv)...)...)
-	pubs := []Publisher{&files{dir: opts.Dir, secrets: opts.Secrets, getenv: opts.getenv}}
+func Detect(opts Options) []runner.Publisher {
+	red := hygiene.NewRedactor(opts.secrets()...)
+	pubs := []runner.Publisher{&files{dir: opts.Dir, opts: opts}}
 	if opts.getenv("GITHUB_ACTIONS") == "true" {
 		resultPath := opts.ResultPath
 		if resultPath == "" {
@@ -141,7 +146,7 @@ func Detect(opts Options) []Publisher {
 	return pubs
 }
 
-func orFailing(name string, p Publisher, err error) Publisher {
+func orFailing(name string, p runner.Publisher, err error) runner.Publisher {
 	if err != nil {
 		return failing{name, err}
 	}
@@ -159,45 +164,44 @@ func (f failing) Finish(context.Context, *result.Result) error { return f.err }
 
 // warning emits a Warning event for each error of the publisher it wraps.
 type warning struct {
-	Publisher
+	runner.Publisher
 	sink events.Sink
 }
 
 func (w *warning) Begin(ctx context.Context, r *result.Result) error {
-	return w.emit("report", w.Publisher.Begin(ctx, r))
+	return w.emit(w.Publisher.Begin(ctx, r))
 }
 
 func (w *warning) Finish(ctx context.Context, r *result.Result) error {
-	return w.emit("report", w.Publisher.Finish(ctx, r))
+	return w.emit(w.Publisher.Finish(ctx, r))
 }
 
-func (w *warning) emit(stage string, err error) error {
+func (w *warning) emit(err error) error {
 	if err != nil {
-		w.sink.Emit(events.Event{Type: events.Warning, Stage: stage, Message: w.Name() + ": " + err.Error()})
+		w.sink.Emit(events.Event{Type: events.Warning, Stage: result.StageReport, Message: w.Name() + ": " + err.Error()})
 	}
 	return err
 }
 
 // files writes the derived files in Finish.
 type files struct {
-	dir     string
-	secrets []string
-	getenv  func(string) string
+	dir  string
+	opts Options // for the secrets, read when the files are written
 }
 
 func (f *files) Name() string                                { return "files" }
 func (f *files) Begin(context.Context, *result.Result) error { return nil }
 
 func (f *files) Finish(_ context.Context, r *result.Result) error {
-	_, err := WriteFiles(f.dir, r, append(slices.Clone(f.secrets), SecretsFromEnv(f.getenv)...)...)
+	_, err := WriteFiles(f.dir, r, f.opts.secrets()...)
 	return err
 }
 
 // Multi runs several publishers in order and joins their errors; one failing does not
 // stop the others.
-func Multi(pubs ...Publisher) Publisher { return multi(pubs) }
+func Multi(pubs ...runner.Publisher) runner.Publisher { return multi(pubs) }
 
-type multi []Publisher
+type multi []runner.Publisher
 
 func (m multi) Name() string {
 	names := make([]string, len(m))
@@ -230,7 +234,7 @@ func MaskSecrets(opts Options) error {
 	if opts.getenv("GITHUB_ACTIONS") != "true" {
 		return nil
 	}
-	return github.AddMasks(opts.action(), append(slices.Clone(opts.Secrets), SecretsFromEnv(opts.getenv)...))
+	return github.AddMasks(opts.action(), opts.secrets())
 }
 
 // Sink returns the event view for CI logs: GitHub ::group:: folding per stage in
@@ -239,7 +243,7 @@ func Sink(opts Options) events.Sink {
 	if opts.getenv("GITHUB_ACTIONS") != "true" {
 		return events.Discard
 	}
-	return github.GroupSink(opts.action(), append(slices.Clone(opts.Secrets), SecretsFromEnv(opts.getenv)...)...)
+	return github.GroupSink(opts.action(), opts.secrets()...)
 }
 
 // CI describes the CI context for result.json's run.ci: GitHub (PR head commit from the
@@ -284,8 +288,9 @@ const RedactEnv = "TALKOPS_REDACT"
 // environment (GITHUB_TOKEN, TALKOPS_GITLAB_TOKEN, ANTHROPIC_API_KEY, …), of the
 // variables TALKOPS_REDACT names, and of the variables in names ([redact] env, and every
 // variable passed into the sandbox), so they are redacted even when their name does
-// not look like a credential.
-func SecretsFromEnv(getenv func(string) string, names ...string) []string {
+// not look like a credential. environ lists the environment (KEY=value, as os.Environ)
+// to find the variables whose names end like a credential's (_TOKEN, _API_KEY, …).
+func SecretsFromEnv(getenv func(string) string, environ func() []string, names ...string) []string {
 	names = append(slices.Clone(names),
 		"GITHUB_TOKEN", "GH_TOKEN", "TALKOPS_GITLAB_TOKEN", "GITLAB_TOKEN", "CI_JOB_TOKEN",
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TALKOPS_API_KEY", "AWS_SECRET_ACCESS_KEY",
@@ -296,8 +301,7 @@ func SecretsFromEnv(getenv func(string) string, names ...string) []string {
 			names = append(names, n)
 		}
 	}
-	// With os.Getenv we can also scan the whole environment by suffix.
-	for _, kv := range os.Environ() {
+	for _, kv := range environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		for _, s := range secretSuffixes {
 			if strings.HasSuffix(name, s) && !slices.Contains(names, name) {

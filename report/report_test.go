@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -169,5 +170,28 @@ func TestMaskSecretsAndSink(t *testing.T) {
 	Sink(Options{Getenv: envFunc(nil), Stdout: &out}).Emit(events.Event{Type: events.StageStarted, Stage: "setup"})
 	if out.Len() != 0 {
 		t.Errorf("Sink outside Actions wrote %q", out.String())
+	}
+}
+
+func TestSecretsFromEnvReadsOnlyTheInjectedEnvironment(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"GITHUB_TOKEN":     "ghp-well-known",
+		"MY_DEPLOY_TOKEN":  "by-suffix",
+		"EXTRA":            "named-by-talkops-redact",
+		"PASSED":           "named-by-caller",
+		"PLAIN":            "not-a-secret",
+		RedactEnv:          "EXTRA",
+		"UNLISTED_API_KEY": "absent-from-environ",
+	}
+	getenv := func(k string) string { return env[k] }
+	environ := func() []string {
+		return []string{"GITHUB_TOKEN=x", "MY_DEPLOY_TOKEN=x", "EXTRA=x", "PASSED=x", "PLAIN=x"}
+	}
+	got := SecretsFromEnv(getenv, environ, "PASSED")
+	slices.Sort(got)
+	want := []string{"by-suffix", "ghp-well-known", "named-by-caller", "named-by-talkops-redact"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SecretsFromEnv (-want +got):\n%s", diff)
 	}
 }

@@ -65,9 +65,9 @@ func Recompute(r *result.Result) {
 		rb.Status, rb.Counts, r.Score = status, result.CountItems(rb.Items), &score
 		fromItems := result.VerdictError
 		switch status {
-		case rubric.StatusSatisfied:
+		case result.RubricSatisfied:
 			fromItems = result.VerdictPass
-		case rubric.StatusFailed:
+		case result.RubricFailed:
 			fromItems = result.VerdictFail
 		}
 		if verdictRank(fromItems) > verdictRank(verdict) {

@@ -18,7 +18,7 @@ func forged(verdict string, items ...result.Item) *result.Result {
 		Rubric: &result.Rubric{Name: "security-gate", PassThreshold: 0.8, Status: "satisfied", Items: items}}
 }
 
-func item(id, status string, required bool) result.Item {
+func item(id string, status result.ItemStatus, required bool) result.Item {
 	return result.Item{ID: id, Kind: "check", Required: required, Weight: 1, Status: status}
 }
 

@@ -25,6 +25,90 @@ const (
 	VerdictError = "error"
 )
 
+// StageName names a pipeline stage, as result.json, events and logs spell it.
+type StageName string
+
+// Stage names.
+const (
+	StageProvision StageName = "provision"
+	StageSync      StageName = "sync"
+	StageSetup     StageName = "setup"
+	StageAgent     StageName = "agent"
+	StageRubric    StageName = "rubric"
+	StageTeardown  StageName = "teardown"
+	StagePublish   StageName = "publish"
+	// StageBaseline records the workspace on the host after the setup script.
+	StageBaseline StageName = "baseline"
+	// StageChanges records the workspace after an agent pass and computes its change set.
+	StageChanges StageName = "changes"
+	// StageVerify prepares a clean room: a fresh sandbox with the baseline and the change set.
+	StageVerify StageName = "verify"
+	// StageReport names the reporters' warnings in events (publishing, seen from a
+	// reporter; result.json records their errors under StagePublish).
+	StageReport StageName = "report"
+)
+
+// StageStatus is how a stage ended (or that it is still running).
+type StageStatus string
+
+// Stage statuses.
+const (
+	StageRunning     StageStatus = "running"
+	StageOK          StageStatus = "ok"
+	StageFailed      StageStatus = "failed"
+	StageSkipped     StageStatus = "skipped"
+	StageInterrupted StageStatus = "interrupted" // a signal stopped it
+	StageTimeout     StageStatus = "timeout"     // the run's time budget ran out
+	StagePartial     StageStatus = "partial"     // a budget (turns, cost) ran out inside it
+)
+
+// TeardownStatus is how a sandbox was released.
+type TeardownStatus string
+
+// Teardown statuses.
+const (
+	TeardownDeleted TeardownStatus = "deleted"
+	TeardownKept    TeardownStatus = "kept" // attached: never deleted
+	TeardownFailed  TeardownStatus = "failed"
+	TeardownNone    TeardownStatus = "none" // there was no sandbox
+)
+
+// RubricStatus is a rubric evaluation's status (the TalkOps contract's words).
+type RubricStatus string
+
+// Rubric statuses. Scoring yields satisfied, failed or error; the revision loop adds
+// needs_revision ("failed, and another agent pass is allowed").
+const (
+	RubricSatisfied     RubricStatus = "satisfied"
+	RubricNeedsRevision RubricStatus = "needs_revision"
+	RubricFailed        RubricStatus = "failed"
+	RubricError         RubricStatus = "error"
+)
+
+// ItemStatus is one rubric item's outcome.
+type ItemStatus string
+
+// Item statuses.
+const (
+	StatusPass    ItemStatus = "pass"
+	StatusFail    ItemStatus = "fail"
+	StatusError   ItemStatus = "error"
+	StatusSkipped ItemStatus = "skipped"
+)
+
+// VerdictFromRubric maps a rubric status to result.json's verdict: satisfied → pass;
+// failed and needs_revision (no iterations left) → fail; error or anything else → error.
+func VerdictFromRubric(status RubricStatus) string {
+	switch status {
+	case RubricSatisfied:
+		return VerdictPass
+	case RubricFailed, RubricNeedsRevision:
+		return VerdictFail
+	default:
+		return VerdictError
+	}
+}
+
 // CountItems tallies item statuses. A status it does not know counts as an error, never
 // as a pass or a skip.
 func CountItems(items []Item) Counts {
@@ -43,16 +127,6 @@ func CountItems(items []Item) Counts {
 	}
 	return c
 }
-
-// Item and stage statuses.
-const (
-	StatusPass    = "pass"
-	StatusFail    = "fail"
-	StatusError   = "error"
-	StatusSkipped = "skipped"
-	StatusOK      = "ok"
-	StatusFailed  = "failed"
-)
 
 // Result is the content of result.json.
 type Result struct {
@@ -126,11 +200,11 @@ type Sandbox struct {
 
 // Stage records one pipeline stage.
 type Stage struct {
-	Name       string    `json:"name"`
-	Status     string    `json:"status"` // ok, failed, skipped, interrupted, running
-	StartedAt  time.Time `json:"started_at"`
-	DurationMS int64     `json:"duration_ms"`
-	Error      string    `json:"error,omitempty"`
+	Name       StageName   `json:"name"`
+	Status     StageStatus `json:"status"`
+	StartedAt  time.Time   `json:"started_at"`
+	DurationMS int64       `json:"duration_ms"`
+	Error      string      `json:"error,omitempty"`
 }
 
 // Sync records the workspace upload.
@@ -211,15 +285,15 @@ type Denial struct {
 
 // Rubric records the rubric and every iteration of its evaluation.
 type Rubric struct {
-	Name          string      `json:"name"`
-	Description   string      `json:"description,omitempty"`
-	Source        string      `json:"source"` // path, "@file" or "inline"
-	SHA256        string      `json:"sha256"`
-	Text          string      `json:"text,omitempty"` // the resolved rubric
-	PassThreshold float64     `json:"pass_threshold"`
-	Status        string      `json:"status"` // satisfied, needs_revision, failed, error
-	Iterations    []Iteration `json:"iterations"`
-	Counts        Counts      `json:"counts"`
+	Name          string       `json:"name"`
+	Description   string       `json:"description,omitempty"`
+	Source        string       `json:"source"` // path, "@file" or "inline"
+	SHA256        string       `json:"sha256"`
+	Text          string       `json:"text,omitempty"` // the resolved rubric
+	PassThreshold float64      `json:"pass_threshold"`
+	Status        RubricStatus `json:"status"`
+	Iterations    []Iteration  `json:"iterations"`
+	Counts        Counts       `json:"counts"`
 	// Items is the final iteration's items (a copy, for readers that want only those).
 	Items []Item `json:"items"`
 	// JudgeUsage is the tokens and cost of every judge call of every iteration; nil when
@@ -229,10 +303,10 @@ type Rubric struct {
 
 // Iteration is one evaluation of the rubric.
 type Iteration struct {
-	N      int     `json:"n"`
-	Items  []Item  `json:"items"`
-	Score  float64 `json:"score"`
-	Status string  `json:"status"`
+	N      int          `json:"n"`
+	Items  []Item       `json:"items"`
+	Score  float64      `json:"score"`
+	Status RubricStatus `json:"status"`
 }
 
 // Counts tallies item statuses.
@@ -246,18 +320,18 @@ type Counts struct {
 // Item is one rubric entry's outcome: a deterministic check, a judged criterion, or an
 // integrity rule.
 type Item struct {
-	ID         string   `json:"id"`
-	Kind       string   `json:"kind"` // check, judge, integrity
-	Title      string   `json:"title,omitempty"`
-	Required   bool     `json:"required"`
-	Weight     float64  `json:"weight"`
-	Status     string   `json:"status"` // pass, fail, error, skipped
-	Score      *float64 `json:"score"`
-	Reason     string   `json:"reason,omitempty"`
-	DurationMS int64    `json:"duration_ms"`
-	Unstable   bool     `json:"unstable,omitempty"`
-	Check      *Check   `json:"check,omitempty"`
-	Judge      *Judge   `json:"judge,omitempty"`
+	ID         string     `json:"id"`
+	Kind       string     `json:"kind"` // check, judge, integrity
+	Title      string     `json:"title,omitempty"`
+	Required   bool       `json:"required"`
+	Weight     float64    `json:"weight"`
+	Status     ItemStatus `json:"status"`
+	Score      *float64   `json:"score"`
+	Reason     string     `json:"reason,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+	Unstable   bool       `json:"unstable,omitempty"`
+	Check      *Check     `json:"check,omitempty"`
+	Judge      *Judge     `json:"judge,omitempty"`
 	// Findings are the item's diagnostics: a check's parsed tool output, or the paths an
 	// integrity item found changed.
 	Findings []Finding `json:"findings,omitempty"`
@@ -358,8 +432,8 @@ const (
 
 // Error is an infrastructure error recorded against a stage.
 type Error struct {
-	Stage   string `json:"stage"`
-	Message string `json:"message"`
+	Stage   StageName `json:"stage"`
+	Message string    `json:"message"`
 }
 
 // Verification modes.
@@ -438,16 +512,16 @@ type CleanRoom struct {
 	Kept       []string `json:"kept,omitempty"`
 	NotApplied []string `json:"not_applied,omitempty"`
 	DurationMS int64    `json:"duration_ms"`
-	// Teardown is deleted or failed.
-	Teardown string `json:"teardown"`
-	Error    string `json:"error,omitempty"`
+	// Teardown is deleted, failed or none.
+	Teardown TeardownStatus `json:"teardown"`
+	Error    string         `json:"error,omitempty"`
 }
 
 // Teardown records how the sandbox was released.
 type Teardown struct {
-	Status     string `json:"status"` // deleted, kept (attached), failed, none
-	DurationMS int64  `json:"duration_ms"`
-	Error      string `json:"error,omitempty"`
+	Status     TeardownStatus `json:"status"`
+	DurationMS int64          `json:"duration_ms"`
+	Error      string         `json:"error,omitempty"`
 }
 
 // Write stores r as dir/result.json atomically (temp file + rename), so a reader never sees

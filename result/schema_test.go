@@ -38,7 +38,7 @@ func full() *Result {
 		Verdict: VerdictFail, Partial: true, Interrupted: "SIGINT", Score: ptr(0.5), Reason: "why", ExitCode: 1,
 		Config:  []ConfigValue{{Key: "k", Value: "v", Source: "flag"}},
 		Sandbox: &Sandbox{Provider: "docker", ID: "c1", WorkDir: "/workspace", Attached: true, Snapshot: "s"},
-		Stages:  []Stage{{Name: "provision", Status: StatusOK, StartedAt: start, DurationMS: 10, Error: "e"}},
+		Stages:  []Stage{{Name: "provision", Status: StageOK, StartedAt: start, DurationMS: 10, Error: "e"}},
 		Sync: &Sync{Files: 1, Dirs: 1, Bytes: 10, BytesSent: 5, DurationMS: 1, Ignored: 2, TooLarge: []string{"big"},
 			Secrets: []string{".env"}, Symlinks: []string{"l"}, Disabled: true, DisabledWhy: "w", RemoteTarget: "t"},
 		Setup: &Setup{Script: "s.sh", ExitCode: 0, TimedOut: true, DurationMS: 3, OutputTail: "o"},

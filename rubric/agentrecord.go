@@ -1,8 +1,6 @@
 package rubric
 
 import (
-	"time"
-
 	"github.com/talkops/talkops/result"
 )
 
@@ -13,27 +11,11 @@ import (
 // unverified claims).
 type AgentRecord struct {
 	Prompt string
-	// Commands are the commands of every pass so far, oldest first.
-	Commands []Command
+	// Commands are the commands of every pass so far, oldest first, as the agent
+	// recorded them.
+	Commands []result.Command
 	// FinalMessage is the agent's last answer of the latest pass.
 	FinalMessage string
-}
-
-// Command is one shell command the agent ran in the sandbox, as the runner recorded it
-// (the agent's tools.ExecRecord, with the pass it belongs to).
-type Command struct {
-	// Pass is the 1-based agent pass that ran the command.
-	Pass int
-	// Command is the shell string the agent sent ("" when it gave Argv only).
-	Command  string
-	Argv     []string
-	ExitCode int
-	TimedOut bool
-	Stdout   string
-	Stderr   string
-	Duration time.Duration
-	// Truncated is set when the sandbox kept only the head and tail of a stream.
-	Truncated bool
 }
 
 // JudgeUsage sums the judge usage recorded on the items of every iteration; nil when no

@@ -30,19 +30,19 @@ const (
 )
 
 // stage is the events.Event Stage of everything the rubric emits.
-const stage = "rubric"
+const stage = result.StageRubric
 
 // CheckEvent is the Data of events.CheckStarted and events.CheckFinished.
 type CheckEvent struct {
-	ID         string   `json:"id"`
-	Title      string   `json:"title,omitempty"`
-	Argv       []string `json:"argv,omitempty"`
-	Status     string   `json:"status,omitempty"`
-	ExitCode   *int     `json:"exit_code,omitempty"`
-	TimedOut   bool     `json:"timed_out,omitempty"`
-	DurationMS int64    `json:"duration_ms,omitempty"`
-	Findings   int      `json:"findings,omitempty"`
-	Reason     string   `json:"reason,omitempty"`
+	ID         string            `json:"id"`
+	Title      string            `json:"title,omitempty"`
+	Argv       []string          `json:"argv,omitempty"`
+	Status     result.ItemStatus `json:"status,omitempty"`
+	ExitCode   *int              `json:"exit_code,omitempty"`
+	TimedOut   bool              `json:"timed_out,omitempty"`
+	DurationMS int64             `json:"duration_ms,omitempty"`
+	Findings   int               `json:"findings,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
 }
 
 // OutputLine is the Data of an events.Output event carrying one line of check output (the
@@ -257,7 +257,7 @@ func (c Checker) finished(sink events.Sink, ch Check, it result.Item) {
 		ev.TimedOut = it.Check.TimedOut
 	}
 	sink.Emit(events.Event{Time: time.Now(), Type: events.CheckFinished, Stage: stage,
-		Message: "check " + ch.ID + ": " + it.Status, Data: ev})
+		Message: "check " + ch.ID + ": " + string(it.Status), Data: ev})
 }
 
 func (c Checker) redact(s string) string {

@@ -26,11 +26,12 @@ const sarifOneResult = `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"t"
 
 // summary is the part of a check item the table below compares.
 type summary struct {
-	ID, Status, Reason string
-	ExitCode           *int
-	TimedOut           bool
-	Findings           int
-	Score              *float64
+	ID, Reason string
+	Status     result.ItemStatus
+	ExitCode   *int
+	TimedOut   bool
+	Findings   int
+	Score      *float64
 }
 
 func summarize(items []result.Item) []summary {
@@ -321,15 +322,15 @@ func TestExampleRubric(t *testing.T) {
 
 	tests := []struct {
 		dir        string
-		wantStatus []string
-		wantScore  string
+		wantStatus []result.ItemStatus
+		wantScore  result.RubricStatus
 	}{
-		{clean, []string{"pass", "pass", "pass", "pass"}, StatusSatisfied},
-		{broken, []string{"fail", "fail", "fail", "fail"}, StatusFailed},
+		{clean, []result.ItemStatus{"pass", "pass", "pass", "pass"}, result.RubricSatisfied},
+		{broken, []result.ItemStatus{"fail", "fail", "fail", "fail"}, result.RubricFailed},
 	}
 	for _, tt := range tests {
 		items := RunChecks(t.Context(), newHostSandbox(t, tt.dir), r, nil)
-		var got []string
+		var got []result.ItemStatus
 		for _, it := range items {
 			got = append(got, it.Status)
 		}

@@ -49,6 +49,6 @@ func ExampleScore() {
 		{ID: "docs", Kind: "judge", Weight: 3, Status: "pass"},
 	}
 	score, status := rubric.Score(items, 0.7)
-	fmt.Printf("%.2f %s %s\n", score, status, rubric.Verdict(status))
+	fmt.Printf("%.2f %s %s\n", score, status, result.VerdictFromRubric(status))
 	// Output: 0.80 satisfied pass
 }

@@ -99,7 +99,7 @@ func TestIntegrity(t *testing.T) {
 			var ids, statuses []string
 			for _, it := range items {
 				ids = append(ids, it.ID)
-				statuses = append(statuses, it.Status)
+				statuses = append(statuses, string(it.Status))
 				if it.Kind != KindIntegrity || !it.Required || it.Weight != 0 {
 					t.Errorf("item %s: kind %s, required %v, weight %v; want integrity, true, 0", it.ID, it.Kind, it.Required, it.Weight)
 				}
@@ -175,7 +175,7 @@ func TestSnapshot(t *testing.T) {
 	r := mustParseTOML(t, "protect_paths = [\"policy/**\"]\n[[check]]\nid = \"a\"\nrun = \"true\"\n")
 	var ids []string
 	for _, it := range Integrity(got, after, r) {
-		ids = append(ids, it.ID+"="+it.Status)
+		ids = append(ids, it.ID+"="+string(it.Status))
 	}
 	if diff := cmp.Diff([]string{"integrity:.github/workflows/ci.yml=fail", "integrity:policy/-n.rego=fail"}, ids); diff != "" {
 		t.Errorf("Integrity mismatch (-want +got):\n%s", diff)

@@ -55,7 +55,7 @@ func TestLocalProvider(t *testing.T) {
 			t.Fatal(err)
 		}
 		items := RunChecks(t.Context(), sb, r, nil)
-		if _, status := Score(items, r.PassThreshold); status != StatusSatisfied {
+		if _, status := Score(items, r.PassThreshold); status != result.RubricSatisfied {
 			t.Errorf("examples/checks.toml on the local provider: %s\n%+v", status, items)
 		}
 	})
@@ -115,7 +115,7 @@ parse_file = "reports/lint.sarif"
 		case items := <-done:
 			var got []string
 			for _, it := range items {
-				got = append(got, it.ID+"="+it.Status+": "+it.Reason)
+				got = append(got, it.ID+"="+string(it.Status)+": "+it.Reason)
 			}
 			want := []string{"slow=error: interrupted while running: SIGINT", "next=skipped: not run: SIGINT"}
 			if diff := cmp.Diff(want, got); diff != "" {

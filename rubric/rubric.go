@@ -369,15 +369,15 @@ func (r *Rubric) Record(iters []result.Iteration) *result.Rubric {
 		SHA256:        r.SHA256,
 		Text:          r.Text,
 		PassThreshold: r.PassThreshold,
-		Status:        StatusError,
+		Status:        result.RubricError,
 		Iterations:    append([]result.Iteration{}, iters...),
 		Items:         []result.Item{},
 	}
 	if len(iters) > 0 {
 		last := iters[len(iters)-1]
 		out.Status = last.Status
-		if out.Status == StatusNeedsRevision {
-			out.Status = StatusFailed
+		if out.Status == result.RubricNeedsRevision {
+			out.Status = result.RubricFailed
 		}
 		out.Items = append(out.Items, last.Items...)
 		out.Counts = result.CountItems(last.Items)

@@ -15,15 +15,6 @@ import (
 	"github.com/talkops/talkops/rubric/evidence"
 )
 
-// Rubric statuses. Score returns satisfied, failed or error; the revision loop adds
-// needs_revision (TalkOps' word for "failed, and another agent pass is allowed").
-const (
-	StatusSatisfied     = "satisfied"
-	StatusNeedsRevision = "needs_revision"
-	StatusFailed        = "failed"
-	StatusError         = "error"
-)
-
 // scoreEpsilon absorbs float rounding when comparing a weighted score to the threshold.
 const scoreEpsilon = 1e-9
 
@@ -39,7 +30,7 @@ const scoreEpsilon = 1e-9
 //     the score is 1.
 //
 // The score is returned for display in every case.
-func Score(items []result.Item, threshold float64) (float64, string) {
+func Score(items []result.Item, threshold float64) (float64, result.RubricStatus) {
 	var num, den float64
 	requiredFail, anyError, evaluated := false, false, false
 	for _, it := range items {
@@ -67,13 +58,13 @@ func Score(items []result.Item, threshold float64) (float64, string) {
 	}
 	switch {
 	case requiredFail:
-		return score, StatusFailed
+		return score, result.RubricFailed
 	case anyError || !evaluated:
-		return score, StatusError
+		return score, result.RubricError
 	case score+scoreEpsilon >= threshold:
-		return score, StatusSatisfied
+		return score, result.RubricSatisfied
 	default:
-		return score, StatusFailed
+		return score, result.RubricFailed
 	}
 }
 
@@ -87,36 +78,23 @@ func itemScore(it result.Item) float64 {
 	return 0
 }
 
-// Verdict maps a rubric status to result.json's verdict: satisfied → pass; failed and
-// needs_revision (no iterations left) → fail; error or anything else → error.
-func Verdict(status string) string {
-	switch status {
-	case StatusSatisfied:
-		return result.VerdictPass
-	case StatusFailed, StatusNeedsRevision:
-		return result.VerdictFail
-	default:
-		return result.VerdictError
-	}
-}
-
 // LoopStatus turns Score's status for iteration n (1-based) of at most limit into the
 // revision loop's status: a failed evaluation becomes needs_revision while iterations
 // remain, unless a protected path was changed (tampering is not something to revise).
-func LoopStatus(status string, items []result.Item, n, limit int) string {
-	if status != StatusFailed || n >= limit {
+func LoopStatus(status result.RubricStatus, items []result.Item, n, limit int) result.RubricStatus {
+	if status != result.RubricFailed || n >= limit {
 		return status
 	}
 	for _, it := range items {
 		if it.Kind == KindIntegrity && it.Status == result.StatusFail {
-			return StatusFailed
+			return result.RubricFailed
 		}
 	}
-	return StatusNeedsRevision
+	return result.RubricNeedsRevision
 }
 
 // Reason explains a status in one line for result.json's reason and the summary.
-func Reason(items []result.Item, status string, score, threshold float64) string {
+func Reason(items []result.Item, status result.RubricStatus, score, threshold float64) string {
 	var picked []result.Item
 	pick := func(ok func(result.Item) bool) {
 		for _, it := range items {
@@ -127,12 +105,12 @@ func Reason(items []result.Item, status string, score, threshold float64) string
 	}
 	var head string
 	switch status {
-	case StatusSatisfied:
+	case result.RubricSatisfied:
 		if threshold < 1 {
 			return fmt.Sprintf("rubric satisfied: score %.2f, threshold %.2f", score, threshold)
 		}
 		return fmt.Sprintf("rubric satisfied: all %d scored items passed", len(items))
-	case StatusFailed, StatusNeedsRevision:
+	case result.RubricFailed, result.RubricNeedsRevision:
 		pick(func(it result.Item) bool { return it.Required && it.Status == result.StatusFail })
 		if len(picked) == 0 {
 			return fmt.Sprintf("score %.2f is below the pass threshold %.2f", score, threshold)
@@ -199,7 +177,7 @@ type JudgeRequest struct {
 //		agent pass (the first with the prompt, later ones with RevisionMessage)
 //		it := ev.Evaluate(ctx, n)
 //		iterations = append(iterations, it)
-//		if it.Status != rubric.StatusNeedsRevision { break }
+//		if it.Status != result.RubricNeedsRevision { break }
 //	}
 //	res.Rubric = r.Record(iterations)
 type Evaluator struct {
@@ -258,7 +236,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, n int) result.Iteration {
 	status = LoopStatus(status, items, n, limit)
 	for _, it := range items {
 		sink.Emit(events.Event{Time: time.Now(), Type: events.RubricItem, Stage: stage,
-			Message: it.Kind + " " + it.ID + ": " + it.Status,
+			Message: it.Kind + " " + it.ID + ": " + string(it.Status),
 			Data:    ItemEvent{Iteration: n, ID: it.ID, Kind: it.Kind, Status: it.Status, Required: it.Required, Reason: it.Reason}})
 	}
 	return result.Iteration{N: n, Items: items, Score: score, Status: status}
@@ -266,12 +244,12 @@ func (e *Evaluator) Evaluate(ctx context.Context, n int) result.Iteration {
 
 // ItemEvent is the Data of an events.RubricItem event.
 type ItemEvent struct {
-	Iteration int    `json:"iteration"`
-	ID        string `json:"id"`
-	Kind      string `json:"kind"`
-	Status    string `json:"status"`
-	Required  bool   `json:"required"`
-	Reason    string `json:"reason,omitempty"`
+	Iteration int               `json:"iteration"`
+	ID        string            `json:"id"`
+	Kind      string            `json:"kind"`
+	Status    result.ItemStatus `json:"status"`
+	Required  bool              `json:"required"`
+	Reason    string            `json:"reason,omitempty"`
 }
 
 func (e *Evaluator) judge(ctx context.Context, n int, checks []result.Item) []result.Item {
@@ -279,11 +257,11 @@ func (e *Evaluator) judge(ctx context.Context, n int, checks []result.Item) []re
 	if len(crit) == 0 {
 		return nil
 	}
-	base := func(c Criterion, status, reason string) result.Item {
+	base := func(c Criterion, status result.ItemStatus, reason string) result.Item {
 		return result.Item{ID: c.ID, Kind: KindJudge, Title: cmpOr(c.Title, c.Question), Required: c.Required,
 			Weight: c.Weight, Status: status, Reason: reason}
 	}
-	all := func(status, reason string) []result.Item {
+	all := func(status result.ItemStatus, reason string) []result.Item {
 		out := make([]result.Item, len(crit))
 		for i, c := range crit {
 			out[i] = base(c, status, reason)
@@ -355,7 +333,7 @@ func RevisionMessage(r *Rubric, it result.Iteration) string {
 		if item.Title != "" {
 			name += " (" + firstLine(item.Title) + ")"
 		}
-		fmt.Fprintf(&b, "- %s: %s\n", name, cmpOr(firstLine(item.Reason), item.Status))
+		fmt.Fprintf(&b, "- %s: %s\n", name, cmpOr(firstLine(item.Reason), string(item.Status)))
 	}
 	var out strings.Builder
 	for _, item := range failing {

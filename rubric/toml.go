@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/talkops/talkops/internal/editdist"
+	"github.com/talkops/talkops/internal/tomlpos"
 )
 
 // TOML rubrics are decoded in three steps: go-toml checks the syntax and TOML's own rules
@@ -33,13 +34,12 @@ const maxErrors = 20
 
 type position struct{ line, col int }
 
-// tomlDoc holds one document being decoded and the problems found so far.
+// tomlDoc holds one document being decoded and the problems found so far. Paths are
+// tomlpos paths: key parts joined with tomlpos.Sep, an array element as tomlpos.Elem(i).
 type tomlDoc struct {
-	file   string
-	keyPos map[string]position // path → position of the key (or table header)
-	valPos map[string]position // path → position of the value (or array element)
-	errs   []*Error
-	lines  []int // byte offsets of line starts
+	file string
+	ix   *tomlpos.Index
+	errs []*Error
 }
 
 func parseTOML(data []byte, file string) (*Rubric, error) {
@@ -53,8 +53,11 @@ func parseTOML(data []byte, file string) (*Rubric, error) {
 		}
 		return nil, &Error{File: file, Msg: "invalid TOML", Err: err}
 	}
-	d := &tomlDoc{file: file, keyPos: map[string]position{}, valPos: map[string]position{}}
-	d.index(data)
+	ix, err := tomlpos.Build(data)
+	if err != nil {
+		return nil, &Error{File: file, Msg: "invalid TOML", Err: err}
+	}
+	d := &tomlDoc{file: file, ix: ix}
 	r := d.decode(raw)
 	if len(d.errs) > 0 {
 		return nil, d.err()
@@ -79,160 +82,35 @@ func (d *tomlDoc) err() error {
 
 // --- positions -------------------------------------------------------------------------
 
-func (d *tomlDoc) index(data []byte) {
-	d.lines = []int{0}
-	for i, c := range data {
-		if c == '\n' {
-			d.lines = append(d.lines, i+1)
-		}
-	}
-	var p unstable.Parser
-	p.Reset(data)
-	prefix := ""
-	arrays := map[string]int{} // array-of-tables path → number of elements so far
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table:
-			parts, pos := d.keyParts(e.Key())
-			prefix = resolveTablePath(parts, arrays)
-			d.setKey(prefix, pos)
-		case unstable.ArrayTable:
-			parts, pos := d.keyParts(e.Key())
-			if len(parts) == 0 {
-				continue
-			}
-			full := joinPath(resolveTablePath(parts[:len(parts)-1], arrays), parts[len(parts)-1])
-			n := arrays[full]
-			arrays[full] = n + 1
-			d.setKey(full, pos)
-			prefix = indexPath(full, n)
-			d.setKey(prefix, pos)
-			d.setVal(prefix, pos)
-		case unstable.KeyValue:
-			parts, pos := d.keyParts(e.Key())
-			path := prefix
-			for _, part := range parts {
-				path = joinPath(path, part)
-				d.setKey(path, pos)
-			}
-			d.value(path, e.Value(), pos)
-		}
-	}
-}
-
-func (d *tomlDoc) value(path string, n *unstable.Node, fallback position) {
-	pos := fallback
-	if n.Raw.Length > 0 {
-		pos = d.pos(int(n.Raw.Offset))
-	}
-	d.setVal(path, pos)
-	switch n.Kind {
-	case unstable.Array:
-		i := 0
-		it := n.Children()
-		for it.Next() {
-			c := it.Node()
-			if c.Kind == unstable.Comment {
-				continue
-			}
-			d.value(indexPath(path, i), c, pos)
-			i++
-		}
-	case unstable.InlineTable:
-		it := n.Children()
-		for it.Next() {
-			kv := it.Node()
-			if kv.Kind != unstable.KeyValue {
-				continue
-			}
-			parts, kpos := d.keyParts(kv.Key())
-			sub := path
-			for _, part := range parts {
-				sub = joinPath(sub, part)
-				d.setKey(sub, kpos)
-			}
-			d.value(sub, kv.Value(), kpos)
-		}
-	}
-}
-
-func (d *tomlDoc) keyParts(it unstable.Iterator) ([]string, position) {
-	var parts []string
-	var pos position
-	for it.Next() {
-		k := it.Node()
-		if len(parts) == 0 {
-			pos = d.pos(int(k.Raw.Offset))
-		}
-		parts = append(parts, string(k.Data))
-	}
-	return parts, pos
-}
-
-func (d *tomlDoc) pos(offset int) position {
-	i := sort.SearchInts(d.lines, offset+1) - 1
-	if i < 0 {
-		i = 0
-	}
-	return position{line: i + 1, col: offset - d.lines[i] + 1}
-}
-
-func (d *tomlDoc) setKey(path string, p position) {
-	if _, ok := d.keyPos[path]; !ok {
-		d.keyPos[path] = p
-	}
-}
-
-func (d *tomlDoc) setVal(path string, p position) {
-	if _, ok := d.valPos[path]; !ok {
-		d.valPos[path] = p
-	}
-}
-
-// resolveTablePath turns a table header's key parts into a path, descending into the last
-// element of any array of tables on the way (TOML's rule for [a.b] after [[a]]).
-func resolveTablePath(parts []string, arrays map[string]int) string {
-	path := ""
-	for _, part := range parts {
-		path = joinPath(path, part)
-		if n := arrays[path]; n > 0 {
-			path = indexPath(path, n-1)
-		}
-	}
-	return path
-}
-
 func joinPath(prefix, key string) string {
-	if strings.ContainsAny(key, ".[]\" \t") || key == "" {
-		key = strconv.Quote(key)
-	}
 	if prefix == "" {
 		return key
 	}
-	return prefix + "." + key
+	return prefix + tomlpos.Sep + key
 }
 
-func indexPath(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+func indexPath(path string, i int) string { return path + tomlpos.Sep + tomlpos.Elem(i) }
 
-// at finds the best position for path: its value (or key), else its nearest ancestor's.
+// at finds the best position for path: where its key (or table header) starts, or its
+// value, else its nearest ancestor's. A value the parser gives no range (an array, an
+// inline table) is placed at its key; an array element without one, at its array.
 func (d *tomlDoc) at(path string, preferKey bool) position {
 	for p := path; ; {
-		first, second := d.valPos, d.keyPos
-		if preferKey {
-			first, second = d.keyPos, d.valPos
+		start, hasStart := d.ix.Start[p]
+		raw, hasRaw := d.ix.Raw[p]
+		switch {
+		case preferKey && hasStart:
+			return position{line: start.Line, col: start.Col}
+		case hasRaw:
+			return position{line: raw.Line, col: raw.Col}
+		case hasStart:
+			return position{line: start.Line, col: start.Col}
 		}
-		if pos, ok := first[p]; ok {
-			return pos
-		}
-		if pos, ok := second[p]; ok {
-			return pos
-		}
-		i := strings.LastIndexAny(p, ".[")
-		if i <= 0 {
+		parent, ok := tomlpos.Parent(p)
+		if !ok {
 			return position{}
 		}
-		p = p[:i]
+		p = parent
 	}
 }
 
@@ -296,34 +174,11 @@ func (d *tomlDoc) unknownKeys(path, where string, m map[string]any, valid []stri
 func suggest(k string, valid []string) string {
 	best, bestDist := "", 3
 	for _, v := range valid {
-		if dist := editDistance(strings.ToLower(k), v); dist < bestDist {
+		if dist := editdist.Distance(strings.ToLower(k), v); dist < bestDist {
 			best, bestDist = v, dist
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // --- typed getters -------------------------------------------------------------------
@@ -526,13 +381,13 @@ func (d *tomlDoc) judge(raw map[string]any) JudgeConfig {
 	d.unknownKeys("judge", where, t, judgeKeys)
 	if s, ok := d.str(t, "judge", where, "model"); ok {
 		if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " \t\r\n") {
-			d.valueErr("judge.model", where, "model must be a model name without spaces, as in \"anthropic:claude-sonnet-4-5\"; leave it out to use the agent's model")
+			d.valueErr(joinPath("judge", "model"), where, "model must be a model name without spaces, as in \"anthropic:claude-sonnet-4-5\"; leave it out to use the agent's model")
 		}
 		j.Model = s
 	}
 	votes := d.integer(t, "judge", where, "votes", 1, 1, 9, "an odd number from 1 to 9")
 	if votes%2 == 0 {
-		d.valueErr("judge.votes", where, "votes must be odd so that a majority exists (1, 3, 5, 7 or 9), got %d", votes)
+		d.valueErr(joinPath("judge", "votes"), where, "votes must be odd so that a majority exists (1, 3, 5, 7 or 9), got %d", votes)
 	}
 	j.Votes = int(votes)
 	j.MaxEvidenceBytes = int(d.integer(t, "judge", where, "max_evidence_bytes", DefaultMaxEvidenceBytes, 1000, 10_000_000, "an integer from 1000 to 10000000"))

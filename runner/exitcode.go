@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/talkops/talkops/result"
 )
 
 // Exit codes, the one table (README "Exit codes").
@@ -64,11 +66,11 @@ func SignalName(s os.Signal) string {
 
 // StageError is an infrastructure failure in one stage of the pipeline.
 type StageError struct {
-	Stage string
+	Stage result.StageName
 	Err   error
 }
 
-func (e *StageError) Error() string { return e.Stage + ": " + e.Err.Error() }
+func (e *StageError) Error() string { return string(e.Stage) + ": " + e.Err.Error() }
 func (e *StageError) Unwrap() error { return e.Err }
 
 // interruptedBy returns the Interrupted cause of err, if any.

@@ -22,17 +22,6 @@ import (
 	"github.com/talkops/talkops/result"
 )
 
-// Stage names, as they appear in result.json, events and logs.
-const (
-	StageProvision = "provision"
-	StageSync      = "sync"
-	StageSetup     = "setup"
-	StageAgent     = "agent"
-	StageRubric    = "rubric"
-	StageTeardown  = "teardown"
-	StagePublish   = "publish"
-)
-
 // Default teardown budgets. Interrupted runs must finish inside GitHub's cancel window
 // (SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after that).
 const (
@@ -92,17 +81,12 @@ type Evaluation struct {
 	Revision string
 }
 
-// Rubric statuses (the TalkOps contract's words).
-const (
-	RubricSatisfied     = "satisfied"
-	RubricNeedsRevision = "needs_revision"
-	RubricFailed        = "failed"
-	RubricError         = "error"
-)
-
-// Publisher posts the result where people look. Begin runs when the run starts (a check
-// run in progress), Finish after result.json is final. Errors never change the verdict.
+// Publisher posts the result where people look. Begin runs when the run starts (the
+// GitHub check run appears as in progress); Finish runs once result.json is final. Both
+// are safe to call on a result that is still partial. Their errors never change the
+// verdict: the runner logs them and records them in result.json.
 type Publisher interface {
+	// Name identifies the publisher in logs and result.json errors.
 	Name() string
 	Begin(ctx context.Context, r *result.Result) error
 	Finish(ctx context.Context, r *result.Result) error
@@ -278,38 +262,38 @@ var errTimeout = errors.New("run timeout reached")
 // stages runs everything between provisioning and the verdict. It returns early on the
 // first infrastructure failure or interruption.
 func (r *run) stages(ctx context.Context) {
-	if !r.stage(ctx, StageProvision, r.provision) {
+	if !r.stage(ctx, result.StageProvision, r.provision) {
 		return
 	}
 	if r.opts.Sync != nil {
-		if !r.stage(ctx, StageSync, r.sync) {
+		if !r.stage(ctx, result.StageSync, r.sync) {
 			return
 		}
 	} else {
-		r.skip(StageSync)
+		r.skip(result.StageSync)
 	}
 	if r.opts.SetupScript != nil {
-		if !r.stage(ctx, StageSetup, r.setup) {
+		if !r.stage(ctx, result.StageSetup, r.setup) {
 			return
 		}
 	} else {
-		r.skip(StageSetup)
+		r.skip(result.StageSetup)
 	}
 	var agent Agent
 	var outcome *AgentOutcome
 	r.planVerification()
 	recording := r.opts.NewAgent != nil && r.opts.Workspace != nil
 	// The last moment the sandbox is trusted: after setup, before the agent's first call.
-	if recording && !r.stage(ctx, StageBaseline, r.baseline) {
+	if recording && !r.stage(ctx, result.StageBaseline, r.baseline) {
 		return
 	}
 	pass := 0
 	recordPass := func() bool {
 		pass++
-		return !recording || r.stage(ctx, StageChanges, func(ctx context.Context) error { return r.changes(ctx, pass) })
+		return !recording || r.stage(ctx, result.StageChanges, func(ctx context.Context) error { return r.changes(ctx, pass) })
 	}
 	if r.opts.NewAgent != nil {
-		ok := r.stage(ctx, StageAgent, func(ctx context.Context) error {
+		ok := r.stage(ctx, result.StageAgent, func(ctx context.Context) error {
 			a, err := r.opts.NewAgent(ctx, r.sb)
 			if err != nil {
 				return err
@@ -329,10 +313,10 @@ func (r *run) stages(ctx context.Context) {
 			return
 		}
 	} else {
-		r.skip(StageAgent)
+		r.skip(result.StageAgent)
 	}
 	if r.opts.Rubric == nil {
-		r.skip(StageRubric)
+		r.skip(result.StageRubric)
 		return
 	}
 	desc := r.opts.Rubric.Describe()
@@ -355,16 +339,16 @@ func (r *run) stages(ctx context.Context) {
 		if r.clean() {
 			ok = r.evaluateClean(ctx, eval)
 		} else {
-			ok = r.stage(ctx, StageRubric, func(ctx context.Context) error { return eval(ctx, r.sb) })
+			ok = r.stage(ctx, result.StageRubric, func(ctx context.Context) error { return eval(ctx, r.sb) })
 		}
 		if !ok {
 			return
 		}
-		if ev.Iteration.Status != RubricNeedsRevision || agent == nil || n >= r.opts.MaxIterations ||
+		if ev.Iteration.Status != result.RubricNeedsRevision || agent == nil || n >= r.opts.MaxIterations ||
 			(outcome != nil && outcome.Partial) {
 			return
 		}
-		ok = r.stage(ctx, StageAgent, func(ctx context.Context) error {
+		ok = r.stage(ctx, result.StageAgent, func(ctx context.Context) error {
 			out, err := agent.Revise(ctx, ev.Revision)
 			r.recordAgent(out)
 			outcome = &out
@@ -378,33 +362,33 @@ func (r *run) stages(ctx context.Context) {
 
 // stage runs fn as a named, timed stage and records its outcome. It returns false when the
 // pipeline must stop.
-func (r *run) stage(ctx context.Context, name string, fn func(context.Context) error) bool {
+func (r *run) stage(ctx context.Context, name result.StageName, fn func(context.Context) error) bool {
 	if err := r.stopped(ctx); err != nil {
-		r.record(name, time.Now(), result.StatusSkipped)
+		r.record(name, time.Now(), result.StageSkipped)
 		return false
 	}
 	start := time.Now()
-	idx := r.record(name, start, "running")
+	idx := r.record(name, start, result.StageRunning)
 	r.emit(events.Event{Type: events.StageStarted, Stage: name})
 	_ = r.writeResult() // a failure is logged; the final write decides
 	err := fn(ctx)
-	status := result.StatusOK
+	status := result.StageOK
 	// A stage may swallow a cancellation (checks record it per item), so the context
 	// decides first: an interrupt or the run timeout is not the stage's failure.
 	switch stop := r.stopped(ctx); {
 	case stop != nil:
-		status = "interrupted"
+		status = result.StageInterrupted
 		if errors.Is(stop, errTimeout) {
-			status = "timeout"
+			status = result.StageTimeout
 		}
 		if err == nil {
 			err = stop
 		}
 	case err != nil:
-		status = result.StatusFailed
+		status = result.StageFailed
 		r.fail(name, err)
 	case r.partialReason != "":
-		status = "partial"
+		status = result.StagePartial
 	}
 	r.mu.Lock()
 	st := &r.res.Stages[idx]
@@ -414,7 +398,7 @@ func (r *run) stage(ctx context.Context, name string, fn func(context.Context) e
 		st.Error = err.Error()
 	}
 	r.mu.Unlock()
-	r.emit(events.Event{Type: events.StageFinished, Stage: name, Message: status, Data: map[string]any{
+	r.emit(events.Event{Type: events.StageFinished, Stage: name, Message: string(status), Data: map[string]any{
 		"status": status, "duration_ms": st.DurationMS, "error": st.Error,
 	}})
 	return err == nil
@@ -439,7 +423,7 @@ func (r *run) stopped(ctx context.Context) error {
 	return cause
 }
 
-func (r *run) record(name string, start time.Time, status string) int {
+func (r *run) record(name result.StageName, start time.Time, status result.StageStatus) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.res.Stages = append(r.res.Stages, result.Stage{Name: name, Status: status, StartedAt: start.UTC()})
@@ -452,24 +436,24 @@ func (r *run) failRunning(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.res.Stages {
-		if st := &r.res.Stages[i]; st.Status == "running" {
-			st.Status, st.Error = result.StatusFailed, msg
+		if st := &r.res.Stages[i]; st.Status == result.StageRunning {
+			st.Status, st.Error = result.StageFailed, msg
 			st.DurationMS = time.Since(st.StartedAt).Milliseconds()
 		}
 	}
 }
 
-func (r *run) skip(name string) { r.record(name, time.Now(), result.StatusSkipped) }
+func (r *run) skip(name result.StageName) { r.record(name, time.Now(), result.StageSkipped) }
 
 // fail records an infrastructure error; the first one decides the reason.
-func (r *run) fail(stage string, err error) {
+func (r *run) fail(stage result.StageName, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.infraErr == nil {
 		r.infraErr = &StageError{Stage: stage, Err: err}
 	}
 	r.res.Errors = append(r.res.Errors, result.Error{Stage: stage, Message: err.Error()})
-	r.log.Error().Str("stage", stage).Err(err).Msg("stage failed")
+	r.log.Error().Str("stage", string(stage)).Err(err).Msg("stage failed")
 }
 
 func (r *run) provision(ctx context.Context) error {
@@ -569,7 +553,7 @@ func (r *run) teardown(parent context.Context) {
 	sb, created := r.sb, r.created
 	r.mu.Unlock()
 	if sb == nil {
-		r.res.Teardown = &result.Teardown{Status: "none"}
+		r.res.Teardown = &result.Teardown{Status: result.TeardownNone}
 		return
 	}
 	// The outcome is on disk before the deletion, which may hang until a SIGKILL.
@@ -581,23 +565,23 @@ func (r *run) teardown(parent context.Context) {
 	r.mu.Unlock()
 	if agentCloser != nil {
 		if err := recovered(func() error { agentCloser.Close(ctx); return nil }); err != nil {
-			r.fail(StageTeardown, fmt.Errorf("close the agent: %w", err))
+			r.fail(result.StageTeardown, fmt.Errorf("close the agent: %w", err))
 		}
 	}
 	start := time.Now()
-	idx := r.record(StageTeardown, start, "running")
-	r.emit(events.Event{Type: events.TeardownStarted, Stage: StageTeardown, Data: map[string]any{
+	idx := r.record(result.StageTeardown, start, result.StageRunning)
+	r.emit(events.Event{Type: events.TeardownStarted, Stage: result.StageTeardown, Data: map[string]any{
 		"sandbox": sb.ID(), "delete": created,
 	}})
 	err := recovered(func() error { return sb.Close(ctx) })
-	td := &result.Teardown{Status: "deleted", DurationMS: time.Since(start).Milliseconds()}
+	td := &result.Teardown{Status: result.TeardownDeleted, DurationMS: time.Since(start).Milliseconds()}
 	if !created {
-		td.Status = "kept"
+		td.Status = result.TeardownKept
 	}
-	status := result.StatusOK
+	status := result.StageOK
 	if err != nil {
-		td.Status, td.Error, status = result.StatusFailed, err.Error(), result.StatusFailed
-		r.fail(StageTeardown, fmt.Errorf("delete sandbox %s: %w (run `talkops sandbox gc` to retry)", sb.ID(), err))
+		td.Status, td.Error, status = result.TeardownFailed, err.Error(), result.StageFailed
+		r.fail(result.StageTeardown, fmt.Errorf("delete sandbox %s: %w (run `talkops sandbox gc` to retry)", sb.ID(), err))
 	} else if created && r.opts.Ledger != nil {
 		if ferr := recovered(func() error { return r.opts.Ledger.Forget(sb) }); ferr != nil {
 			r.log.Warn().Err(ferr).Msg("sandbox deleted but its state file entry remains")
@@ -609,7 +593,7 @@ func (r *run) teardown(parent context.Context) {
 	r.res.Stages[idx].DurationMS = td.DurationMS
 	r.res.Stages[idx].Error = td.Error
 	r.mu.Unlock()
-	r.emit(events.Event{Type: events.TeardownFinished, Stage: StageTeardown, Message: td.Status, Data: td})
+	r.emit(events.Event{Type: events.TeardownFinished, Stage: result.StageTeardown, Message: string(td.Status), Data: td})
 }
 
 // teardownContext is the context a deletion runs on: it survives the run's cancellation,
@@ -684,25 +668,17 @@ func (r *run) finish(parent context.Context) {
 }
 
 func (r *run) verdictFromRubric() string {
-	rb := r.res.Rubric
-	if rb == nil {
+	if r.res.Rubric == nil {
 		return result.VerdictPass // no rubric: the agent finished
 	}
-	switch rb.Status {
-	case RubricSatisfied:
-		return result.VerdictPass
-	case RubricFailed, RubricNeedsRevision:
-		return result.VerdictFail
-	default:
-		return result.VerdictError
-	}
+	return result.VerdictFromRubric(r.res.Rubric.Status)
 }
 
 func (r *run) begin(ctx context.Context) {
 	for _, p := range r.opts.Publishers {
 		if err := recovered(func() error { return p.Begin(ctx, r.res) }); err != nil {
 			r.log.Warn().Str("publisher", p.Name()).Err(err).Msg("could not announce the run")
-			r.res.Errors = append(r.res.Errors, result.Error{Stage: StagePublish, Message: p.Name() + ": " + err.Error()})
+			r.res.Errors = append(r.res.Errors, result.Error{Stage: result.StagePublish, Message: p.Name() + ": " + err.Error()})
 		}
 	}
 }
@@ -731,7 +707,7 @@ func (r *run) publish(parent context.Context) {
 		}
 	}()
 	start := time.Now()
-	idx := r.record(StagePublish, start, "running")
+	idx := r.record(result.StagePublish, start, result.StageRunning)
 	var errs []error
 	for _, p := range r.opts.Publishers {
 		if err := recovered(func() error { return p.Finish(ctx, r.res) }); err != nil {
@@ -740,10 +716,10 @@ func (r *run) publish(parent context.Context) {
 	}
 	st := &r.res.Stages[idx]
 	st.DurationMS = time.Since(start).Milliseconds()
-	st.Status = result.StatusOK
+	st.Status = result.StageOK
 	if err := errors.Join(errs...); err != nil {
-		st.Status, st.Error = result.StatusFailed, err.Error()
-		r.res.Errors = append(r.res.Errors, result.Error{Stage: StagePublish, Message: err.Error()})
+		st.Status, st.Error = result.StageFailed, err.Error()
+		r.res.Errors = append(r.res.Errors, result.Error{Stage: result.StagePublish, Message: err.Error()})
 		r.log.Warn().Err(err).Msg("publishing failed; the verdict stands")
 	}
 }
@@ -784,7 +760,7 @@ func (r *run) writeResult() error {
 // the run must not look green. An interrupt keeps its own code.
 func (r *run) resultUnwritten(err error) {
 	res := r.res
-	res.Errors = append(res.Errors, result.Error{Stage: StagePublish, Message: err.Error()})
+	res.Errors = append(res.Errors, result.Error{Stage: result.StagePublish, Message: err.Error()})
 	if res.Interrupted != "" {
 		return
 	}

@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/internal/fileread"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/archive"
 	"github.com/talkops/talkops/result"
 )
 
@@ -58,7 +57,7 @@ exec sh "$1"`
 // setup uploads the script and runs it with bash in the working directory. Host
 // environment variables are never expanded into it. Its output is streamed as events.
 func (r *run) setup(ctx context.Context) error {
-	rec, err := r.runSetup(ctx, r.sb, StageSetup)
+	rec, err := r.runSetup(ctx, r.sb, result.StageSetup)
 	if rec != nil {
 		r.res.Setup = rec
 	}
@@ -67,11 +66,13 @@ func (r *run) setup(ctx context.Context) error {
 
 // runSetup runs the setup script in sb (the run's sandbox or a clean room), streaming its
 // output as events of stage.
-func (r *run) runSetup(ctx context.Context, sb providers.Sandbox, stage string) (*result.Setup, error) {
+func (r *run) runSetup(ctx context.Context, sb providers.Sandbox, stage result.StageName) (*result.Setup, error) {
 	s := r.opts.SetupScript
 	name := "setup.sh"
 	dir := path.Join(setupDir, r.opts.RunID)
-	tgz, err := singleFileTarGz(name, s.Content, 0o755)
+	// Whole seconds: a sub-second time would need a PAX record, which some tar programs
+	// in sandboxes do not read.
+	tgz, err := archive.TarGz(archive.Entry{Name: name, Mode: 0o755, Body: s.Content, ModTime: time.Now().Truncate(time.Second)})
 	if err != nil {
 		return nil, err
 	}
@@ -114,25 +115,6 @@ func (r *run) runSetup(ctx context.Context, sb providers.Sandbox, stage string) 
 	return rec, nil
 }
 
-func singleFileTarGz(name string, content []byte, mode int64) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(content)), ModTime: time.Now(), Typeflag: tar.TypeReg}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(content); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 func lastLines(s string, n int) string {
 	s = strings.TrimRight(s, "\n")
 	lines := strings.Split(s, "\n")
@@ -152,7 +134,7 @@ func indent(s string) string {
 // lineEmitter turns streamed command output into one events.Output per line.
 type lineEmitter struct {
 	sink   events.Sink
-	stage  string
+	stage  result.StageName
 	bufs   map[string]*bytes.Buffer
 	redact func(string) string // nil: none
 }

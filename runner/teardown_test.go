@@ -180,7 +180,7 @@ func checkFault(t *testing.T, stage, kind, call string, res *result.Result) {
 			t.Errorf("partial %v verdict %s reason %q, want a partial fail for the timeout", res.Partial, res.Verdict, res.Reason)
 		}
 		if !slices.ContainsFunc(res.Stages, func(st result.Stage) bool {
-			return st.Name == stage && fmt.Sprint(st.Status) == "timeout"
+			return string(st.Name) == stage && fmt.Sprint(st.Status) == "timeout"
 		}) {
 			t.Errorf("no %s stage says timeout: %s", stage, stageList(res))
 		}
@@ -201,7 +201,7 @@ func checkFault(t *testing.T, stage, kind, call string, res *result.Result) {
 		}
 		if !slices.ContainsFunc(res.Stages, func(st result.Stage) bool {
 			s := fmt.Sprint(st.Status)
-			return st.Name == stage && (s == "interrupted" || s == "skipped")
+			return string(st.Name) == stage && (s == "interrupted" || s == "skipped")
 		}) {
 			t.Errorf("the %s stage does not say it was interrupted: %s", stage, stageList(res))
 		}

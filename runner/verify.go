@@ -12,16 +12,6 @@ import (
 	"github.com/talkops/talkops/result"
 )
 
-// Stages of the host-side record and of clean-room verification.
-const (
-	// StageBaseline records the workspace on the host after the setup script.
-	StageBaseline = "baseline"
-	// StageChanges records the workspace after an agent pass and computes its change set.
-	StageChanges = "changes"
-	// StageVerify prepares a clean room: a fresh sandbox with the baseline and the change set.
-	StageVerify = "verify"
-)
-
 // How a clean room gets the baseline.
 const (
 	// CleanRoomProvisioned: a new sandbox of the same provider and snapshot, the project
@@ -81,7 +71,7 @@ func (r *run) planVerification() {
 	}
 	r.res.Verification = v
 	if v.Warning != "" && r.opts.Rubric != nil {
-		r.emit(events.Event{Type: events.Warning, Stage: StageRubric, Message: v.Warning})
+		r.emit(events.Event{Type: events.Warning, Stage: result.StageRubric, Message: v.Warning})
 	}
 }
 
@@ -96,7 +86,7 @@ func (r *run) baseline(ctx context.Context) error {
 	}
 	r.res.Verification.Baseline = rec
 	if rec.Warning != "" {
-		r.emit(events.Event{Type: events.Warning, Stage: StageBaseline, Message: rec.Warning})
+		r.emit(events.Event{Type: events.Warning, Stage: result.StageBaseline, Message: rec.Warning})
 	}
 	return nil
 }
@@ -122,13 +112,13 @@ type cleanRoom struct {
 // (and by teardown on a panic).
 func (r *run) evaluateClean(ctx context.Context, eval func(context.Context, providers.Sandbox) error) bool {
 	defer r.closeCleanRoom(ctx)
-	if !r.stage(ctx, StageVerify, r.openCleanRoom) {
+	if !r.stage(ctx, result.StageVerify, r.openCleanRoom) {
 		return false
 	}
 	r.mu.Lock()
 	sb := r.room.sb
 	r.mu.Unlock()
-	return r.stage(ctx, StageRubric, func(ctx context.Context) error { return eval(ctx, sb) })
+	return r.stage(ctx, result.StageRubric, func(ctx context.Context) error { return eval(ctx, sb) })
 }
 
 func (r *run) openCleanRoom(ctx context.Context) error {
@@ -136,7 +126,7 @@ func (r *run) openCleanRoom(ctx context.Context) error {
 	v := r.res.Verification
 	n := len(r.res.Rubric.Iterations) + 1
 	r.mu.Lock()
-	v.CleanRooms = append(v.CleanRooms, result.CleanRoom{Iteration: n, Source: r.opts.CleanRoom, Teardown: "none"})
+	v.CleanRooms = append(v.CleanRooms, result.CleanRoom{Iteration: n, Source: r.opts.CleanRoom, Teardown: result.TeardownNone})
 	room := &cleanRoom{idx: len(v.CleanRooms) - 1}
 	r.room = room
 	r.mu.Unlock()
@@ -179,7 +169,7 @@ func (r *run) openCleanRoom(ctx context.Context) error {
 			}
 		}
 		if r.opts.SetupScript != nil {
-			if _, err := r.runSetup(ctx, sb, StageVerify); err != nil {
+			if _, err := r.runSetup(ctx, sb, result.StageVerify); err != nil {
 				return fail(fmt.Errorf("clean room: %w", err))
 			}
 		}
@@ -203,11 +193,11 @@ func (r *run) closeCleanRoom(parent context.Context) {
 	ctx, cancel := r.teardownContext(parent)
 	defer cancel()
 	var errs []error
-	status := "none"
+	status := result.TeardownNone
 	if room.sb != nil {
-		status = "deleted"
+		status = result.TeardownDeleted
 		if err := recovered(func() error { return room.sb.Close(ctx) }); err != nil {
-			status = result.StatusFailed
+			status = result.TeardownFailed
 			errs = append(errs, fmt.Errorf("delete clean room %s: %w (run `talkops sandbox gc` to retry)", room.sb.ID(), err))
 		} else if room.created && r.opts.Ledger != nil {
 			if err := recovered(func() error { return r.opts.Ledger.Forget(room.sb) }); err != nil {
@@ -224,12 +214,12 @@ func (r *run) closeCleanRoom(parent context.Context) {
 	rec := &r.res.Verification.CleanRooms[room.idx]
 	rec.Teardown = status
 	if err := errors.Join(errs...); err != nil {
-		rec.Teardown = result.StatusFailed
+		rec.Teardown = result.TeardownFailed
 		rec.Error = cmpOr(rec.Error, err.Error())
 	}
 	r.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
-		r.fail(StageTeardown, err)
+		r.fail(result.StageTeardown, err)
 	}
 }
 

@@ -60,9 +60,9 @@ func (r *stubRubric) Describe() result.Rubric { return result.Rubric{Name: "stub
 
 func (r *stubRubric) Evaluate(_ context.Context, sb providers.Sandbox, in runner.EvalInput) (runner.Evaluation, error) {
 	r.ranIn = append(r.ranIn, sb.ID())
-	status := runner.RubricNeedsRevision
+	status := result.RubricNeedsRevision
 	if in.Iteration == 2 {
-		status = runner.RubricSatisfied
+		status = result.RubricSatisfied
 	}
 	item := result.Item{ID: "c", Kind: "check", Status: result.StatusPass, Required: true}
 	return runner.Evaluation{Iteration: result.Iteration{N: in.Iteration, Status: status, Score: 1, Items: []result.Item{item}},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talkops/talkops/agent/model"
 	"github.com/talkops/talkops/agent/tools"
+	"github.com/talkops/talkops/result"
 )
 
 // Prefix starts the name of every MCP tool: mcp__SERVER__TOOL.
@@ -89,7 +90,7 @@ func (t *tool) Run(ctx context.Context, input json.RawMessage) (tools.Result, er
 		}
 	}
 	compact, _ := json.Marshal(args)
-	rec := &tools.ExecRecord{Command: t.def.Name + " " + string(compact), Argv: []string{t.def.Name, string(compact)}}
+	rec := &result.Command{Command: t.def.Name + " " + string(compact), Argv: []string{t.def.Name, string(compact)}}
 	finish := func(out string, isErr, timedOut bool) (tools.Result, error) {
 		rec.Duration = time.Since(start)
 		rec.Stdout, rec.TimedOut = out, timedOut

@@ -10,6 +10,7 @@ import (
 
 	"github.com/talkops/talkops/agent/model"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/result"
 )
 
 // execOutputLimit is how much of each stream execute keeps (head and tail); the agent
@@ -98,7 +99,7 @@ func (t *execTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrInfra, err)
 	}
-	rec := &ExecRecord{
+	rec := &result.Command{
 		Command:   in.Command,
 		Argv:      argv,
 		ExitCode:  res.ExitCode,

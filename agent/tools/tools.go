@@ -79,23 +79,11 @@ type Result struct {
 	// the whole of it in the report directory).
 	Output  string
 	IsError bool
-	// Exec records the command of an execute call.
-	Exec *ExecRecord
+	// Exec records the command of an execute call (the exec fields; the agent adds the
+	// rest).
+	Exec *result.Command
 	// Finding is set by report_finding.
 	Finding *result.Finding
-}
-
-// ExecRecord is one shell command the agent ran, for the judge's evidence.
-type ExecRecord struct {
-	Command  string        `json:"command"`
-	Argv     []string      `json:"argv"`
-	ExitCode int           `json:"exit_code"`
-	TimedOut bool          `json:"timed_out,omitempty"`
-	Stdout   string        `json:"stdout"`
-	Stderr   string        `json:"stderr"`
-	Duration time.Duration `json:"duration"`
-	// Truncated is set when the sandbox kept only the head and tail of a stream.
-	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Env is what the tools need to run.

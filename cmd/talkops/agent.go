@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/rubric/judge"
 	"github.com/talkops/talkops/runner"
@@ -55,11 +57,9 @@ type session struct {
 	servers *mcp.Set
 	redact  func(string) string
 
-	mu     sync.Mutex
-	agent  *agent.Agent
-	last   *agent.Outcome
-	passOf []int // pass number of each command in last.Commands
-	passes int
+	mu    sync.Mutex
+	agent *agent.Agent
+	last  *agent.Outcome
 }
 
 var _ runner.Agent = (*session)(nil)
@@ -107,10 +107,6 @@ func (s *session) record(out *agent.Outcome) runner.AgentOutcome {
 		return runner.AgentOutcome{}
 	}
 	s.mu.Lock()
-	s.passes++
-	for len(s.passOf) < len(out.Commands) {
-		s.passOf = append(s.passOf, s.passes)
-	}
 	s.last = out
 	s.mu.Unlock()
 	ro := runner.AgentOutcome{
@@ -135,12 +131,7 @@ func (s *session) agentRecord(int) rubric.AgentRecord {
 		return rec
 	}
 	rec.FinalMessage = s.last.Final
-	for i, c := range s.last.Commands {
-		rec.Commands = append(rec.Commands, rubric.Command{
-			Pass: s.passOf[i], Command: c.Command, Argv: c.Argv, ExitCode: c.ExitCode, TimedOut: c.TimedOut,
-			Stdout: c.Stdout, Stderr: c.Stderr, Duration: msDuration(c.DurationMS), Truncated: c.OutputTruncated,
-		})
-	}
+	rec.Commands = slices.Clone(s.last.Commands)
 	return rec
 }
 
@@ -175,11 +166,11 @@ func (c *runCmd) newJudge(cfg *config.Config, rb *rubric.Rubric, agentModel mode
 		spec = modelName(spec, m)
 	} else {
 		spec = agentSpec
-		sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageRubric,
+		sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageRubric,
 			Message: "the judge uses the agent's own model; a judge from another model family (--rubric-model) is less biased"})
 	}
 	votes := 0 // the rubric's [judge] votes, unless the user set one
-	if cfg.Source("rubric.votes") != "default" {
+	if cfg.IsSet(config.KeyRubricVotes) {
 		votes = int(cfg.Rubric.Votes)
 	}
 	j, err := judge.New(judge.Options{Model: m, ModelName: spec, Votes: votes, Redact: redact, Sink: sink})
@@ -229,12 +220,12 @@ func applyCostDefault(cfg *config.Config, m model.Model, name string, opts *agen
 			return nil
 		}
 	}
-	if src := cfg.Source("agent.max_cost_usd"); src != "default" {
+	if cfg.IsSet(config.KeyMaxCostUSD) {
 		return usagef("--max-cost-usd %g (from %s): the price of %s is not known, so the cap cannot be enforced; use a priced model or set 0",
-			opts.MaxCostUSD, src, name)
+			opts.MaxCostUSD, cfg.Source(config.KeyMaxCostUSD), name)
 	}
 	opts.MaxCostUSD = 0
-	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageAgent,
+	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageAgent,
 		Message: fmt.Sprintf("the price of %s is not known: running without the default $%g cost cap (use --max-turns and --timeout as budgets)", name, cfg.Agent.MaxCostUSD)})
 	return nil
 }

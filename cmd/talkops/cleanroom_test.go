@@ -223,7 +223,7 @@ func itemsText(r *result.Result) string {
 	var b strings.Builder
 	for _, it := range r.Rubric.Items {
 		if it.Status != result.StatusPass {
-			b.WriteString(it.Kind + " " + it.ID + " " + it.Status + ": " + it.Reason + "\n")
+			b.WriteString(it.Kind + " " + it.ID + " " + string(it.Status) + ": " + it.Reason + "\n")
 		}
 	}
 	return b.String()

@@ -99,8 +99,8 @@ func readResult(t *testing.T, dir string) *result.Result {
 	return &r
 }
 
-func stageStatus(r *result.Result, name string) string {
-	status := ""
+func stageStatus(r *result.Result, name result.StageName) result.StageStatus {
+	status := result.StageStatus("")
 	for _, s := range r.Stages {
 		if s.Name == name {
 			status = s.Status
@@ -137,7 +137,7 @@ func TestExitCodes(t *testing.T) {
 		stderr    string // substring of stderr
 		noResult  bool   // nothing must be provisioned or written
 		verdict   string
-		teardown  string
+		teardown  result.TeardownStatus
 		setupExit int
 	}{
 		{name: "pass", files: map[string]string{"r.toml": passRubric, "README.md": "hi"},

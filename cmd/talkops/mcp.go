@@ -7,7 +7,7 @@ import (
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/internal/version"
-	"github.com/talkops/talkops/runner"
+	"github.com/talkops/talkops/result"
 )
 
 // mcpServers reads the MCP servers of [mcp.servers.NAME] and --mcp-config. Mistakes are
@@ -35,7 +35,7 @@ func mcpOptions(cfg *config.Config, redact func(string) string, sink events.Sink
 		CallTimeout: cfg.Agent.ToolTimeout,
 		Version:     version.Get().Version,
 		Warn: func(msg string) {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageAgent, Message: redact(msg)})
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageAgent, Message: redact(msg)})
 		},
 	}
 }

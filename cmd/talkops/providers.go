@@ -73,7 +73,7 @@ var providerMakers = map[string]providerMaker{
 			return nil, capabilities{}, err
 		}
 		opts.WorkingDir = workingDir(cfg, docker.Name)
-		if opts.Image == "" && cfg.Source("sandboxes.image") != "default" {
+		if opts.Image == "" && cfg.IsSet(config.KeyImage) {
 			opts.Image = cfg.Sandbox.Image // TALKOPS_SANDBOX_IMAGE or [sandboxes] image, set on purpose
 		}
 		if err := opts.Validate(); err != nil {

@@ -124,7 +124,7 @@ func TestKilledRunIsReaped(t *testing.T) {
 }
 
 // waitStage polls result.json until the named stage is running, and returns the run id.
-func waitStage(t *testing.T, dir, stage string, within time.Duration) string {
+func waitStage(t *testing.T, dir string, stage result.StageName, within time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/talkops/talkops/report"
@@ -58,7 +59,7 @@ func (c *ReportCmd) Run(ctx context.Context, a *app) error {
 		}
 		return err
 	}
-	red := hygiene.NewRedactor(report.SecretsFromEnv(a.getenv)...)
+	red := hygiene.NewRedactor(report.SecretsFromEnv(a.getenv, os.Environ)...)
 	fmt.Fprintf(a.stderr, "talkops: published %s: %s\n", c.From, render.Headline(r, red))
 	if err != nil {
 		return fmt.Errorf("publish %s: %w", c.From, err)

@@ -67,7 +67,7 @@ func (c *rubricRunner) Evaluate(ctx context.Context, sb providers.Sandbox, in ru
 	for _, item := range it.Items {
 		out.Findings = append(out.Findings, item.Findings...)
 	}
-	if it.Status == rubric.StatusNeedsRevision {
+	if it.Status == result.RubricNeedsRevision {
 		out.Revision = rubric.RevisionMessage(c.r, it)
 	}
 	return out, nil
@@ -103,10 +103,8 @@ func (c *rubricRunner) warnLeftOut(it *result.Iteration, sink events.Sink) {
 		item.Reason = strings.TrimSpace(item.Reason + "; " + note)
 		item.Reason = strings.TrimPrefix(item.Reason, "; ")
 		if sink != nil {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageRubric,
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageRubric,
 				Message: "check " + item.ID + " failed and " + note})
 		}
 	}
 }
-
-func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -136,7 +136,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	}
 	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
-	secrets := append(report.SecretsFromEnv(a.getenv, cfg.Redact.Env...), passedValues(cfg, a.getenv)...)
+	secrets := append(report.SecretsFromEnv(a.getenv, os.Environ, cfg.Redact.Env...), passedValues(cfg, a.getenv)...)
 	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets}
 
 	sinks := []events.Sink{}
@@ -320,16 +320,16 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, s
 	}
 	c.caps = caps
 	snapshot := cfg.Sandbox.Snapshot
-	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.defaultSnapshot {
+	if !cfg.IsSet(config.KeySnapshotName) && !caps.defaultSnapshot {
 		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
 	}
 	if snapshot != "" && !caps.snapshot {
 		return usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
-			name, cfg.Source("sandboxes.snapshot_name"))
+			name, cfg.Source(config.KeySnapshotName))
 	}
 	if opts.AttachID != "" && !caps.attach {
 		return usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
-			name, cfg.Source("sandboxes.sandbox_id"))
+			name, cfg.Source(config.KeySandboxID))
 	}
 	opts.Spec = sandboxSpec(opts.RunID, cfg, snapshot)
 	opts.Spec.Env = sandboxEnv(cfg, a.getenv)
@@ -340,7 +340,7 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, s
 	}
 	caches, cacheNotes, err := cache.Resolve(context.Background(), cfg.Sandbox.Caches, a.getenv)
 	if err != nil {
-		return usagef("[sandboxes] caches (from %s): %v", cfg.Source("sandboxes.caches"), err)
+		return usagef("[sandboxes] caches (from %s): %v", cfg.Source(config.KeyCaches), err)
 	}
 	opts.Spec.Caches = caches
 	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
@@ -365,7 +365,7 @@ func warnLocalKeys(getenv func(string) string, sink events.Sink) {
 	if len(present) == 0 {
 		return
 	}
-	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageProvision,
+	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageProvision,
 		Message: fmt.Sprintf("the local provider runs the agent's commands on this host, approved with -y, while %s "+
 			"is in talkops's environment: a command can read it (local is for trusted code only; "+
 			"use --sandbox bwrap or docker for anything else)", strings.Join(present, ", "))})
@@ -435,7 +435,7 @@ func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) 
 	return func(ctx context.Context, sb providers.Sandbox, sink events.Sink) (*result.Sync, error) {
 		o := syncOpts
 		o.Progress = func(s workspace.Stats) {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: runner.StageSync,
+			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: result.StageSync,
 				Message: fmt.Sprintf("%d files, %s", s.Files, humanBytes(s.BytesSent)),
 				Data:    map[string]any{"files": s.Files, "bytes": s.Bytes, "bytes_sent": s.BytesSent}})
 		}
@@ -443,7 +443,7 @@ func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) 
 		if err == nil {
 			// The total: throttled views (CI logs) may have shown only a count from the
 			// middle of the sync.
-			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: runner.StageSync,
+			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: result.StageSync,
 				Message: fmt.Sprintf("%d files, %s, done", stats.Files, humanBytes(stats.BytesSent)),
 				Data:    map[string]any{"files": stats.Files, "bytes": stats.Bytes, "bytes_sent": stats.BytesSent, "done": true}})
 		}
@@ -459,11 +459,11 @@ func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) 
 			rec.CacheNotes = append(rec.CacheNotes, "caches not shared: the "+cfg.Sandbox.Provider+" provider does not share host caches")
 		}
 		if stats.ModeNote != "" {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageSync,
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageSync,
 				Message: "workspace copied instead of layered: " + stats.ModeNote})
 		}
 		for _, n := range rec.CacheNotes {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: runner.StageSync, Message: n})
+			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageSync, Message: n})
 		}
 		if synced != nil {
 			synced(rec)
@@ -476,7 +476,7 @@ func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) 
 // provisioned yet) and picks the publishers for this environment.
 func (c *runCmd) planReports(_ *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
 	reportDir := cfg.Run.ReportDir
-	if cfg.Source("run.report_dir") == "default" {
+	if !cfg.IsSet(config.KeyReportDir) {
 		reportDir = filepath.Join(reportDir, opts.RunID) // one directory per run
 	}
 	if err := os.MkdirAll(reportDir, 0o755); err != nil {

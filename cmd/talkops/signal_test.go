@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/talkops/talkops/result"
 )
 
 // startTalkops starts the test binary as a real talkops process in dir.
@@ -88,7 +90,7 @@ func TestSignals(t *testing.T) {
 		want   int
 		files  map[string]string
 		args   []string
-		stage  string
+		stage  result.StageName
 		second bool // send SIGTERM right after the first signal
 	}{
 		{name: "SIGINT during setup", sig: syscall.SIGINT, want: 130, stage: "setup",

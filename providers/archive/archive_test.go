@@ -317,3 +317,52 @@ func TestExtractLegacyRegular(t *testing.T) {
 		t.Errorf("extracted tree mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestWriterStreamsWhatExtractReads(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w, err := archive.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "streamed body"
+	if err := w.WriteHeader(&tar.Header{Name: "dir/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteHeader(&tar.Header{Name: "dir/f", Typeflag: tar.TypeReg, Mode: 0o600, Size: int64(len(body))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := strings.NewReader(body).WriteTo(w); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(archive.Entry{Name: "dir/g", Mode: 0o644, Body: []byte("added")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := archive.Extract(t.Context(), &buf, dir); err != nil {
+		t.Fatalf("Extract: %v", err)
+	}
+	want := []string{"dir drwxr-xr-x", "dir/f -rw------- streamed body", "dir/g -rw-r--r-- added"}
+	if diff := cmp.Diff(want, tree(t, dir)); diff != "" {
+		t.Errorf("extracted tree (-want +got):\n%s", diff)
+	}
+}
+
+func TestTarGzWholeSecondsNeedNoPAXRecords(t *testing.T) {
+	t.Parallel()
+	tgz := mustTarGz(t, archive.Entry{Name: "setup.sh", Mode: 0o755, Body: []byte("true\n"), ModTime: time.Now().Truncate(time.Second)})
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, err := tar.NewReader(zr).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hdr.Name != "setup.sh" || hdr.Format != tar.FormatUSTAR || len(hdr.PAXRecords) != 0 {
+		t.Errorf("header %q format %v PAX %v; want setup.sh in plain USTAR, which every tar reads", hdr.Name, hdr.Format, hdr.PAXRecords)
+	}
+}

@@ -243,7 +243,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 			if info.Labels == nil {
 				info.Labels = map[string]string{}
 			}
-			info.Labels[LabelOwnerPID] = strconv.Itoa(m.PID)
+			info.Labels[providers.LabelOwnerPID] = strconv.Itoa(m.PID)
 		} else if fi, err := e.Info(); err == nil {
 			info.CreatedAt = fi.ModTime().UTC()
 		}
@@ -251,10 +251,6 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 	}
 	return out, nil
 }
-
-// LabelOwnerPID is the label List adds with the PID of the talkops process that created
-// the sandbox; a sandbox whose owner is gone is an orphan.
-const LabelOwnerPID = "talkops.owner-pid"
 
 // Delete removes a sandbox directory and its cgroup. A missing one is not an error.
 // Processes of the sandbox die with their bwrap parent; Delete does not signal anyone.

@@ -621,7 +621,7 @@ func TestListAttachDelete(t *testing.T) {
 		t.Fatalf("List = %v, want one sandbox", infos)
 	}
 	got := infos[0]
-	if got.ID != sbx.ID() || got.RunID != "Run 42/x" || got.State != "running" || !got.ExpiresAt.Equal(exp) || got.Labels[LabelOwnerPID] != fmt.Sprint(os.Getpid()) {
+	if got.ID != sbx.ID() || got.RunID != "Run 42/x" || got.State != "running" || !got.ExpiresAt.Equal(exp) || got.Labels[providers.LabelOwnerPID] != fmt.Sprint(os.Getpid()) {
 		t.Errorf("List()[0] = %+v, want id %s, run id, state running, expiry %s, owner pid", got, sbx.ID(), exp)
 	}
 

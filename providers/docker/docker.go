@@ -36,14 +36,9 @@ import (
 // Name is the provider id users type: --sandbox docker.
 const Name = "docker"
 
-// Labels the provider adds besides the providers.Label* ones, so that gc can tell a
-// container whose talkops process died from one whose run is still going.
-const (
-	LabelOwnerPID  = "talkops.owner-pid"
-	LabelOwnerHost = "talkops.owner-host"
-	// LabelUser records Options.User: commands run as this user, the container as root.
-	LabelUser = "talkops.user"
-)
+// LabelUser records Options.User: commands run as this user, the container as root. The
+// provider adds it besides the providers.Label* keys.
+const LabelUser = "talkops.user"
 
 // NamePrefix starts every container name.
 const NamePrefix = "talkops-"
@@ -165,9 +160,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if _, ok := labels[providers.LabelExpiresAt]; !ok && spec.TTL > 0 {
 		labels[providers.LabelExpiresAt] = time.Now().Add(spec.TTL).UTC().Format(time.RFC3339)
 	}
-	labels[LabelOwnerPID] = strconv.Itoa(os.Getpid())
+	labels[providers.LabelOwnerPID] = strconv.Itoa(os.Getpid())
 	if host, err := os.Hostname(); err == nil {
-		labels[LabelOwnerHost] = host
+		labels[providers.LabelOwnerHost] = host
 	}
 
 	// The working directory is a named volume of the same name and labels: removing a

@@ -163,7 +163,7 @@ func TestContainerConfig(t *testing.T) {
 		"init":       info.HostConfig.Init != nil && *info.HostConfig.Init,
 		"created-by": info.Config.Labels[providers.LabelCreatedBy],
 		"run-id":     info.Config.Labels[providers.LabelRunID],
-		"owner-pid":  info.Config.Labels[LabelOwnerPID],
+		"owner-pid":  info.Config.Labels[providers.LabelOwnerPID],
 		"name":       strings.HasPrefix(info.Name, "/"+NamePrefix),
 		"workdir":    info.Config.WorkingDir,
 	}

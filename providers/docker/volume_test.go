@@ -139,7 +139,7 @@ func TestTeardownRemovesVolume(t *testing.T) {
 		closeBounded(t, sb)
 		t.Fatalf("workspace volume %q: %v", s.volume, err)
 	}
-	if vol.Labels[providers.LabelRunID] != "vol-run" || vol.Labels[providers.LabelCreatedBy] != "talkops" || vol.Labels[LabelOwnerPID] != strconv.Itoa(os.Getpid()) {
+	if vol.Labels[providers.LabelRunID] != "vol-run" || vol.Labels[providers.LabelCreatedBy] != "talkops" || vol.Labels[providers.LabelOwnerPID] != strconv.Itoa(os.Getpid()) {
 		t.Errorf("volume labels = %v, want the run id, created-by and owner pid", vol.Labels)
 	}
 	// What the run writes lands in the volume.
@@ -193,7 +193,7 @@ func TestGCReapsLeftVolumes(t *testing.T) {
 	}
 	for _, in := range infos {
 		if in.Labels[testLabel] == tok && strings.HasPrefix(in.ID, VolumeIDPrefix) {
-			if in.State != StateVolume || in.RunID != spec.RunID || in.CreatedAt.IsZero() || in.Labels[LabelOwnerPID] == "" {
+			if in.State != StateVolume || in.RunID != spec.RunID || in.CreatedAt.IsZero() || in.Labels[providers.LabelOwnerPID] == "" {
 				t.Errorf("volume entry = %+v, want state %q, the run id, a creation time and the owner pid", in, StateVolume)
 			}
 		}

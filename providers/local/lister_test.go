@@ -16,7 +16,6 @@ import (
 
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/local"
-	"github.com/talkops/talkops/reaper"
 )
 
 func listed(t *testing.T, p *local.Provider) []providers.Info {
@@ -26,13 +25,6 @@ func listed(t *testing.T, p *local.Provider) []providers.Info {
 		t.Fatalf("List: %v", err)
 	}
 	return infos
-}
-
-func TestLabelsMatchTheReaper(t *testing.T) {
-	t.Parallel()
-	if local.LabelOwnerPID != reaper.LabelOwnerPID || local.LabelOwnerHost != reaper.LabelOwnerHost {
-		t.Errorf("labels %q, %q; the reaper reads %q, %q", local.LabelOwnerPID, local.LabelOwnerHost, reaper.LabelOwnerPID, reaper.LabelOwnerHost)
-	}
 }
 
 func TestListWhileOpen(t *testing.T) {
@@ -49,7 +41,7 @@ func TestListWhileOpen(t *testing.T) {
 	host, _ := os.Hostname()
 	wantLabels := map[string]string{
 		providers.LabelRunID: "run-1", providers.LabelExpiresAt: expires.Format(time.RFC3339), providers.LabelCreatedBy: "talkops",
-		local.LabelOwnerPID: strconv.Itoa(os.Getpid()), local.LabelOwnerHost: host,
+		providers.LabelOwnerPID: strconv.Itoa(os.Getpid()), providers.LabelOwnerHost: host,
 	}
 	want := []providers.Info{{Provider: "local", ID: "local-run-1", RunID: "run-1", ExpiresAt: expires, State: local.StateIdle, Labels: wantLabels}}
 	got := listed(t, p)

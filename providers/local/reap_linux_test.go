@@ -166,7 +166,7 @@ func TestKilledRunIsReaped(t *testing.T) {
 	type listed struct{ ID, RunID, State, Owner string }
 	var got []listed
 	for _, in := range infos {
-		got = append(got, listed{in.ID, in.RunID, in.State, in.Labels[local.LabelOwnerPID]})
+		got = append(got, listed{in.ID, in.RunID, in.State, in.Labels[providers.LabelOwnerPID]})
 	}
 	want := []listed{{id, "killed-run", local.StateRunning, strconv.Itoa(helper.Process.Pid)}}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -23,13 +23,6 @@ import (
 	"github.com/talkops/talkops/providers/state"
 )
 
-// Labels List adds to every sandbox, with the same keys as the reaper's: the PID of the
-// talkops process that created the sandbox and the host it ran on.
-const (
-	LabelOwnerPID  = "talkops.owner-pid"
-	LabelOwnerHost = "talkops.owner-host"
-)
-
 // States List reports.
 const (
 	StateRunning    = "running"    // a recorded process group still has a live member
@@ -243,8 +236,8 @@ var _ providers.Lister = (*Provider)(nil)
 
 // List returns the sandboxes recorded in Options.StateDir: those open in a talkops
 // process, and those a killed process left behind, with state "running" while one of
-// their recorded process groups has a live member. Each carries LabelOwnerPID and
-// LabelOwnerHost. Without a StateDir nothing is recorded and List returns nothing.
+// their recorded process groups has a live member. Each carries providers.LabelOwnerPID and
+// providers.LabelOwnerHost. Without a StateDir nothing is recorded and List returns nothing.
 func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 	if p.opts.StateDir == "" {
 		return nil, nil
@@ -281,9 +274,9 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 		if info.Labels == nil {
 			info.Labels = map[string]string{}
 		}
-		info.Labels[LabelOwnerPID] = strconv.Itoa(rec.OwnerPID)
+		info.Labels[providers.LabelOwnerPID] = strconv.Itoa(rec.OwnerPID)
 		if rec.OwnerHost != "" {
-			info.Labels[LabelOwnerHost] = rec.OwnerHost
+			info.Labels[providers.LabelOwnerHost] = rec.OwnerHost
 		}
 		if t, err := time.Parse(time.RFC3339, rec.Labels[providers.LabelExpiresAt]); err == nil {
 			info.ExpiresAt = t

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/archive"
 	"github.com/talkops/talkops/providers/httpapi"
 	"github.com/talkops/talkops/providers/httpapi/remote"
 )
@@ -613,17 +614,13 @@ func (d *driver) WriteFile(ctx context.Context, path string, body *httpapi.Body)
 		pr, pw := io.Pipe()
 		go func() {
 			defer src.Close()
-			zw := gzip.NewWriter(pw)
-			tw := tar.NewWriter(zw)
-			err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: body.Size, Typeflag: tar.TypeReg, ModTime: time.Now()})
+			aw := archive.NewWriter(pw)
+			err := aw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: body.Size, Typeflag: tar.TypeReg, ModTime: time.Now()})
 			if err == nil {
-				_, err = io.Copy(tw, src)
+				_, err = io.Copy(aw, src)
 			}
 			if err == nil {
-				err = tw.Close()
-			}
-			if err == nil {
-				err = zw.Close()
+				err = aw.Close()
 			}
 			pw.CloseWithError(err)
 		}()
@@ -674,11 +671,10 @@ func renameEntries(w io.Writer, tgz io.Reader, prefix string) error {
 		return fmt.Errorf("vercel: upload: not a gzip stream: %w", err)
 	}
 	// The level workspace packs with: renaming must not cost more time than the sync.
-	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	tw, err := archive.NewWriterLevel(w, gzip.BestSpeed)
 	if err != nil {
 		return err
 	}
-	tw := tar.NewWriter(zw)
 	tr := tar.NewReader(zr)
 	buf := make([]byte, 32<<10) // one copy buffer for all entries, not one each
 	for {
@@ -711,10 +707,7 @@ func renameEntries(w io.Writer, tgz io.Reader, prefix string) error {
 			return fmt.Errorf("vercel: upload: archive entry %q: %w", hdr.Name, err)
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return zw.Close()
+	return tw.Close()
 }
 
 // joinEntry puts prefix in front of an archive entry name, refusing a name that would

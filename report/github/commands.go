@@ -86,7 +86,7 @@ func (g *groupSink) Emit(e events.Event) {
 		switch e.Type {
 		case events.StageStarted:
 			g.close()
-			title := e.Stage
+			title := string(e.Stage)
 			if e.Message != "" {
 				title += ": " + e.Message
 			}

@@ -202,7 +202,7 @@ func makeResult(verdict string) *result.Result {
 	return &result.Result{
 		Schema: result.Schema, Verdict: verdict, Score: ptr(0.5), ExitCode: 1,
 		Run:      result.Run{ID: "r", Version: "0.3.0", StartedAt: time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)},
-		Rubric:   &result.Rubric{Name: "infra", PassThreshold: 0.8, Items: []result.Item{{ID: "a", Kind: "check", Status: verdict}}},
+		Rubric:   &result.Rubric{Name: "infra", PassThreshold: 0.8, Items: []result.Item{{ID: "a", Kind: "check", Status: result.ItemStatus(verdict)}}},
 		Findings: []result.Finding{{Path: "main.tf", StartLine: 2, Severity: "error", Message: "bad", Source: "agent", Fingerprint: "f"}},
 	}
 }

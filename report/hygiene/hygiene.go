@@ -5,6 +5,7 @@ package hygiene
 
 import (
 	"cmp"
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,7 +41,8 @@ type Redactor struct {
 
 // NewRedactor returns a Redactor for the given secret values. Values shorter than four
 // bytes are ignored; a multi-line value is also redacted line by line, since logs and
-// tails often cut it.
+// tails often cut it, and in its JSON-escaped form, as it appears inside a JSON string
+// (a transcript line, a tool call's input).
 func NewRedactor(secrets ...string) *Redactor {
 	var vals []string
 	seen := map[string]bool{}
@@ -54,6 +56,9 @@ func NewRedactor(secrets ...string) *Redactor {
 	}
 	for _, s := range secrets {
 		add(s)
+		if b, err := json.Marshal(strings.TrimSpace(s)); err == nil {
+			add(string(b[1 : len(b)-1]))
+		}
 		if strings.ContainsAny(s, "\r\n") {
 			for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
 				add(l)

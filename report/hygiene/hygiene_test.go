@@ -8,7 +8,7 @@ import (
 
 func TestRedact(t *testing.T) {
 	t.Parallel()
-	r := NewRedactor("hunter2hunter2", "abc", "", "line-one-secret\nline-two-secret", "hunter2")
+	r := NewRedactor("hunter2hunter2", "abc", "", "line-one-secret\nline-two-secret", "hunter2", `quote"back\slash`)
 	tests := []struct {
 		name, in, want string
 	}{
@@ -17,6 +17,9 @@ func TestRedact(t *testing.T) {
 		{"short values ignored", "abc is not a secret", "abc is not a secret"},
 		{"multi-line secret whole", "x line-one-secret\nline-two-secret y", "x *** y"},
 		{"multi-line secret cut", "tail: line-two-secret", "tail: ***"},
+		{"multi-line secret JSON-escaped", `{"out":"line-one-secret\nline-two-secret"}`, `{"out":"***"}`},
+		{"secret as written", `pw=quote"back\slash`, "pw=***"},
+		{"secret JSON-escaped", `{"pw":"quote\"back\\slash"}`, `{"pw":"***"}`},
 		{"github classic", "token ghp_" + strings.Repeat("a", 36) + " end", "token *** end"},
 		{"github fine-grained", "github_pat_" + strings.Repeat("B", 82), "***"},
 		{"github app", "ghs_" + strings.Repeat("x", 36), "***"},

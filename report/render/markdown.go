@@ -48,7 +48,7 @@ func Icon(verdict string) string {
 	return "⚠️"
 }
 
-func statusIcon(status string) string {
+func statusIcon(status result.ItemStatus) string {
 	switch status {
 	case result.StatusPass:
 		return "✅"
@@ -352,7 +352,7 @@ func Details(r *result.Result, red *hygiene.Redactor) []string {
 		var d strings.Builder
 		fmt.Fprintf(&d, "<details><summary>⚠️ Errors (%d)</summary>\n\n", len(r.Errors))
 		for _, e := range r.Errors {
-			d.WriteString("- " + hygiene.Inline(t(e.Stage), 80) + "\n\n" + indent(fence(e.Message, detailBytes)))
+			d.WriteString("- " + hygiene.Inline(t(string(e.Stage)), 80) + "\n\n" + indent(fence(e.Message, detailBytes)))
 		}
 		d.WriteString("</details>\n\n")
 		out = append(out, d.String())

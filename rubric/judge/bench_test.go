@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/talkops/talkops/agent/model/modeltest"
+	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/rubric/judge"
 )
@@ -68,7 +69,7 @@ question = "Does the change touch only main.tf?"
 			}
 			for b.Loop() {
 				it := ev.Evaluate(context.Background(), 1)
-				if it.Status != rubric.StatusSatisfied {
+				if it.Status != result.RubricSatisfied {
 					b.Fatalf("status %s: %+v", it.Status, it.Items)
 				}
 			}
@@ -83,7 +84,7 @@ func typicalRecord(n int) rubric.AgentRecord {
 		FinalMessage: "Done: validate passes and the ingress is restricted."}
 	for i := range n {
 		out := strings.Repeat(fmt.Sprintf("  # aws_security_group_rule.r%d will be updated in-place\n", i), 1+(i*i*37)%700)
-		rec.Commands = append(rec.Commands, rubric.Command{Pass: 1, Command: fmt.Sprintf("terraform plan -target=r%d", i), Stdout: out})
+		rec.Commands = append(rec.Commands, result.Command{Pass: 1, Command: fmt.Sprintf("terraform plan -target=r%d", i), Stdout: out})
 	}
 	return rec
 }

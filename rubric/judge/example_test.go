@@ -6,6 +6,7 @@ import (
 
 	"github.com/talkops/talkops/agent/model"
 	"github.com/talkops/talkops/agent/model/modeltest"
+	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/rubric/judge"
 )
@@ -35,7 +36,7 @@ func ExampleJudge_Grade() {
 		Iteration: 1, Rubric: r, Criteria: r.Criteria,
 		Agent: rubric.AgentRecord{
 			Prompt:   "Run terraform validate.",
-			Commands: []rubric.Command{{Pass: 1, Command: "terraform validate", Stdout: "Success! The configuration is valid.\n"}},
+			Commands: []result.Command{{Pass: 1, Command: "terraform validate", Stdout: "Success! The configuration is valid.\n"}},
 		},
 	})
 	if err != nil {

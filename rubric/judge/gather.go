@@ -235,8 +235,8 @@ func (g *gatherer) commandSources() []evidence.Source {
 		if c.Pass > 0 {
 			fmt.Fprintf(&b, "; agent pass %d", c.Pass)
 		}
-		if c.Duration > 0 {
-			fmt.Fprintf(&b, "; took %s", c.Duration.Round(time.Millisecond))
+		if d := c.Duration.Truncate(time.Millisecond); d > 0 { // whole milliseconds, as recorded
+			fmt.Fprintf(&b, "; took %s", d)
 		}
 		b.WriteByte('\n')
 		if c.Truncated {

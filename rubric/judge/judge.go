@@ -500,7 +500,7 @@ func (j *Judge) scan(req rubric.JudgeRequest, it evidence.Item) []result.Finding
 }
 
 func (j *Judge) emit(t events.Type, msg string, data any) {
-	j.opts.Sink.Emit(events.Event{Time: time.Now(), Type: t, Stage: "rubric", Message: msg, Data: data})
+	j.opts.Sink.Emit(events.Event{Time: time.Now(), Type: t, Stage: result.StageRubric, Message: msg, Data: data})
 }
 
 func (j *Judge) redact(s string) string {

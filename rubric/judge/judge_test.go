@@ -22,7 +22,7 @@ import (
 func validateRun(stdout string, exit int) rubric.AgentRecord {
 	return rubric.AgentRecord{
 		Prompt: "Run terraform validate and fix what it reports.",
-		Commands: []rubric.Command{
+		Commands: []result.Command{
 			{Pass: 1, Command: "ls", Stdout: "main.tf\n"},
 			{Pass: 1, Command: "terraform validate", ExitCode: exit, Stdout: stdout},
 		},
@@ -48,7 +48,7 @@ func TestGradePassAndFail(t *testing.T) {
 			name       string
 			stdout     string
 			exit       int
-			wantStatus string
+			wantStatus result.ItemStatus
 			wantReason string
 		}{
 			{name: "pass", stdout: "Success! The configuration is valid.\n", exit: 0, wantStatus: result.StatusPass, wantReason: "the evidence shows it"},
@@ -127,7 +127,7 @@ func TestMalformedAnswers(t *testing.T) {
 	tests := []struct {
 		name       string
 		respond    func(c modeltest.Call) modeltest.Step
-		wantStatus string
+		wantStatus result.ItemStatus
 		wantCalls  int
 		reasonHas  string
 	}{
@@ -202,7 +202,7 @@ func TestEvidenceRefs(t *testing.T) {
 		name       string
 		v          verdict
 		required   bool
-		wantStatus string
+		wantStatus result.ItemStatus
 		wantVote   string
 		reasonHas  string
 	}{
@@ -260,7 +260,7 @@ func TestTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		respond    modeltest.Responder
-		wantStatus string
+		wantStatus result.ItemStatus
 		reasonHas  string
 	}{
 		{name: "twice", respond: steps(slow), wantStatus: result.StatusError, reasonHas: "timed out after 300ms"},
@@ -324,7 +324,7 @@ func TestVotes(t *testing.T) {
 	tests := []struct {
 		name         string
 		votes        []modeltest.Responder // one per call, in order (Parallel 1)
-		wantStatus   string
+		wantStatus   result.ItemStatus
 		wantUnstable bool
 		wantVerdicts []string
 		reasonHas    string
@@ -416,7 +416,7 @@ func TestInjection(t *testing.T) {
 		j, srv := newJudge(t, formats[0], honest(t, decide), judge.Options{Sink: sink})
 		r := parseText(t, "Security group ingress from 0.0.0.0/0 is removed")
 		items, err := j.Grade(t.Context(), rubric.JudgeRequest{Iteration: 1, Rubric: r, Criteria: r.Criteria,
-			Agent: rubric.AgentRecord{Prompt: "remove open ingress", Commands: []rubric.Command{{Command: "cat notes.txt", Stdout: stdout}}}})
+			Agent: rubric.AgentRecord{Prompt: "remove open ingress", Commands: []result.Command{{Command: "cat notes.txt", Stdout: stdout}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -461,7 +461,7 @@ func TestFencesHold(t *testing.T) {
 	}), judge.Options{})
 	r := parseText(t, "the checks pass")
 	items, err := j.Grade(t.Context(), rubric.JudgeRequest{Iteration: 1, Rubric: r, Criteria: r.Criteria,
-		Agent: rubric.AgentRecord{Prompt: "run the checks", Commands: []rubric.Command{{Command: "cat fence.txt", Stdout: fake}, {Command: "true"}}}})
+		Agent: rubric.AgentRecord{Prompt: "run the checks", Commands: []result.Command{{Command: "cat fence.txt", Stdout: fake}, {Command: "true"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,10 +486,10 @@ func TestFencesHold(t *testing.T) {
 
 func TestEvidenceCaps(t *testing.T) {
 	t.Parallel()
-	var cmds []rubric.Command
-	cmds = append(cmds, rubric.Command{Command: "terraform plan", Stdout: strings.Repeat("  + resource change\n", 5000) + "Plan: 1 to add\n"})
+	var cmds []result.Command
+	cmds = append(cmds, result.Command{Command: "terraform plan", Stdout: strings.Repeat("  + resource change\n", 5000) + "Plan: 1 to add\n"})
 	for i := range 60 {
-		cmds = append(cmds, rubric.Command{Command: "echo " + strings.Repeat("x", i), Stdout: strings.Repeat("y", 400)})
+		cmds = append(cmds, result.Command{Command: "echo " + strings.Repeat("x", i), Stdout: strings.Repeat("y", 400)})
 	}
 	var seen prompt
 	j, _ := newJudge(t, formats[0], honest(t, func(p prompt, id string) verdict {
@@ -668,7 +668,7 @@ func TestRedaction(t *testing.T) {
 		judge.Options{Redact: redact})
 	r := parseText(t, "no secret is printed")
 	items, err := j.Grade(t.Context(), rubric.JudgeRequest{Iteration: 1, Rubric: r, Criteria: r.Criteria,
-		Agent: rubric.AgentRecord{Prompt: "deploy", Commands: []rubric.Command{
+		Agent: rubric.AgentRecord{Prompt: "deploy", Commands: []result.Command{
 			{Command: "env", Stdout: "TOKEN=" + secret + "\n"},
 			{Command: "curl -H 'Authorization: Bearer " + secret + "' https://example.invalid", Stderr: "refused " + secret},
 		}}})

@@ -51,14 +51,14 @@ type agentLog struct {
 func (a *agentLog) ran(pass int, cmd, stdout string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.rec.Commands = append(a.rec.Commands, rubric.Command{Pass: pass, Command: cmd, Stdout: stdout})
+	a.rec.Commands = append(a.rec.Commands, result.Command{Pass: pass, Command: cmd, Stdout: stdout})
 }
 
 func (a *agentLog) record(int) rubric.AgentRecord {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.rec
-	r.Commands = append([]rubric.Command(nil), a.rec.Commands...)
+	r.Commands = append([]result.Command(nil), a.rec.Commands...)
 	return r
 }
 
@@ -81,7 +81,7 @@ func TestRevisionLoop(t *testing.T) {
 			sh(t, sb, "echo 'looked at it' >> README.md")
 			log.ran(1, "cat main.tf", openTF)
 			it1 := ev.Evaluate(t.Context(), 1)
-			if it1.Status != rubric.StatusNeedsRevision {
+			if it1.Status != result.RubricNeedsRevision {
 				t.Fatalf("iteration 1 = %s, want needs_revision: %+v", it1.Status, it1.Items)
 			}
 			msg := rubric.RevisionMessage(r, it1)
@@ -93,11 +93,11 @@ func TestRevisionLoop(t *testing.T) {
 			sh(t, sb, `sed -i 's|0.0.0.0/0|10.0.0.0/8|' main.tf`)
 			log.ran(2, "sed -i 's|0.0.0.0/0|10.0.0.0/8|' main.tf", "")
 			it2 := ev.Evaluate(t.Context(), 2)
-			if it2.Status != rubric.StatusSatisfied {
+			if it2.Status != result.RubricSatisfied {
 				t.Fatalf("iteration 2 = %s, want satisfied: %+v", it2.Status, it2.Items)
 			}
 			rec := r.Record([]result.Iteration{it1, it2})
-			if rec.Status != rubric.StatusSatisfied || rubric.Verdict(rec.Status) != result.VerdictPass {
+			if rec.Status != result.RubricSatisfied || result.VerdictFromRubric(rec.Status) != result.VerdictPass {
 				t.Errorf("Record status = %s", rec.Status)
 			}
 			if rec.JudgeUsage == nil || rec.JudgeUsage.InputTokens == 0 {
@@ -127,7 +127,7 @@ func TestRevisionLoop(t *testing.T) {
 			}
 			var kinds []string
 			for _, item := range it2.Items {
-				kinds = append(kinds, item.Kind+":"+item.ID+"="+item.Status)
+				kinds = append(kinds, item.Kind+":"+item.ID+"="+string(item.Status))
 			}
 			if diff := cmp.Diff([]string{"check:tf-present=pass", "judge:no-open-ingress=pass"}, kinds); diff != "" {
 				t.Errorf("iteration 2 items (-want +got):\n%s", diff)
@@ -151,23 +151,23 @@ func TestMaxIterations(t *testing.T) {
 		log.ran(n, "terraform fmt", "")
 		it := ev.Evaluate(t.Context(), n)
 		iters = append(iters, it)
-		if it.Status != rubric.StatusNeedsRevision {
+		if it.Status != result.RubricNeedsRevision {
 			break
 		}
 		if n > 5 {
 			t.Fatal("the loop does not end")
 		}
 	}
-	var got []string
+	var got []result.RubricStatus
 	for _, it := range iters {
 		got = append(got, it.Status)
 	}
-	if diff := cmp.Diff([]string{rubric.StatusNeedsRevision, rubric.StatusFailed}, got); diff != "" {
+	if diff := cmp.Diff([]result.RubricStatus{result.RubricNeedsRevision, result.RubricFailed}, got); diff != "" {
 		t.Errorf("iteration statuses (-want +got):\n%s", diff)
 	}
 	rec := r.Record(iters)
-	if rubric.Verdict(rec.Status) != result.VerdictFail {
-		t.Errorf("verdict = %s, want fail", rubric.Verdict(rec.Status))
+	if result.VerdictFromRubric(rec.Status) != result.VerdictFail {
+		t.Errorf("verdict = %s, want fail", result.VerdictFromRubric(rec.Status))
 	}
 	if len(srv.Calls()) != 2 {
 		t.Errorf("%d judge calls, want 2", len(srv.Calls()))
@@ -182,7 +182,7 @@ func TestJudgeErrorIsNeverAPass(t *testing.T) {
 	r := parseRubric(t, strings.Replace(ingressRubric, `evidence = ["diff", "commands"]`, "evidence = [\"diff\", \"commands\"]\nrequired = false", 1))
 	ev := &rubric.Evaluator{Rubric: r, Sandbox: sb, Judge: j, MaxIterations: 1}
 	it := ev.Evaluate(t.Context(), 1)
-	if it.Status != rubric.StatusError {
+	if it.Status != result.RubricError {
 		t.Errorf("status = %s, want error (an unsupported pass of an optional criterion): %+v", it.Status, it.Items)
 	}
 }
