@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/archive"
 )
@@ -95,6 +96,8 @@ func TestExec(t *testing.T) {
 		{name: "exit code is a result", cmd: providers.Shell("echo oops >&2; exit 3"), wantCode: 3, wantStderr: "oops\n"},
 		{name: "argv not shell", cmd: providers.Cmd{Argv: []string{"printf", "%s|", "a b", "$HOME"}}, wantStdout: "a b|$HOME|"},
 		{name: "env layers", cmd: providers.Cmd{Argv: []string{"sh", "-c", "echo $FROM_SPEC $FROM_CMD $HOME $USER"}, Env: map[string]string{"FROM_CMD": "cmd"}}, wantStdout: "spec cmd /home/sandbox sandbox\n"},
+		// Unset as on most hosts: Go's test cache keys results on the variables a test reads.
+		{name: "TMPDIR unset", cmd: providers.Shell(`echo "${TMPDIR-unset}"`), wantStdout: "unset\n"},
 		{name: "stdin", cmd: providers.Cmd{Argv: []string{"cat"}, Stdin: strings.NewReader("fed\n")}, wantStdout: "fed\n"},
 		{name: "default dir", cmd: providers.Shell("pwd"), wantStdout: "/workspace\n"},
 		{name: "relative dir", cmd: providers.Cmd{Argv: []string{"pwd"}, Dir: "."}, wantStdout: "/workspace\n"},
