@@ -29,12 +29,14 @@ import (
 
 // holder keeps the sandbox's mount namespace alive.
 type holder struct {
-	pid    int
-	userNS bool
-	cmd    *exec.Cmd
-	stdin  io.Closer // the holder exits when this closes (or talkops dies)
-	nsTool string    // nsenter
-	mount  string    // mount, as seen inside the namespace
+	pid       int
+	userNS    bool
+	cmd       *exec.Cmd
+	stdin     io.Closer // the holder exits when this closes (or talkops dies)
+	nsTool    string    // nsenter
+	mountTool string    // mount, as seen inside the namespace
+	// noVolatile is set once the kernel refused a volatile overlay.
+	noVolatile bool
 }
 
 // holderReadyTimeout bounds the holder's start.
@@ -74,9 +76,9 @@ func startHolder(ctx context.Context) (*holder, error) {
 	var stderr strings.Builder
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: cannot start a process in a new mount namespace: %v", providers.ErrNotSupported, err)
+		return nil, fmt.Errorf("%w: cannot start a process in a new mount namespace: %w", providers.ErrNotSupported, err)
 	}
-	h := &holder{pid: cmd.Process.Pid, userNS: userNS, cmd: cmd, stdin: stdin, nsTool: nsenter, mount: mount}
+	h := &holder{pid: cmd.Process.Pid, userNS: userNS, cmd: cmd, stdin: stdin, nsTool: nsenter, mountTool: mount}
 	ready := make(chan error, 1)
 	go func() {
 		line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -100,7 +102,7 @@ func startHolder(ctx context.Context) (*holder, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("start overlay namespace: %w", ctx.Err())
 		}
-		return nil, fmt.Errorf("%w: private mount namespace: %v %s", providers.ErrNotSupported, err, msg)
+		return nil, fmt.Errorf("%w: private mount namespace: %w %s", providers.ErrNotSupported, err, msg)
 	}
 	return h, nil
 }
@@ -127,12 +129,30 @@ func (h *holder) overlay(ctx context.Context, target, upper, work string, lowers
 		}
 	}
 	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upper + ",workdir=" + work
-	args := append(h.enter(), h.mount, "-t", "overlay", "overlay", "-o", opts, target)
+	// volatile (Linux 5.10) skips the sync of the upper file system that every unmount
+	// does otherwise: the upper directories are thrown away, and on a busy host a sync of
+	// the whole disk made teardown wait on other jobs' writes.
+	if !h.noVolatile {
+		err := h.mount(ctx, target, opts+",volatile")
+		if err == nil {
+			return nil
+		}
+		h.noVolatile = true // an older kernel: mount as before
+	}
+	if err := h.mount(ctx, target, opts); err != nil {
+		return fmt.Errorf("%w: %w", providers.ErrNotSupported, err)
+	}
+	return nil
+}
+
+// mount runs mount -t overlay inside the namespace.
+func (h *holder) mount(ctx context.Context, target, opts string) error {
+	args := append(h.enter(), h.mountTool, "-t", "overlay", "overlay", "-o", opts, target)
 	cctx, cancel := context.WithTimeout(ctx, holderReadyTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(cctx, args[0], args[1:]...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%w: mount overlay on %s: %v: %s", providers.ErrNotSupported, target, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("mount overlay on %s: %w: %s", target, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
@@ -260,7 +280,7 @@ func whiteout(mask, rel string) error {
 		return nil
 	}
 	if errors.Is(err, syscall.EPERM) {
-		return fmt.Errorf("%w: cannot create overlay whiteouts here: %v", providers.ErrNotSupported, err)
+		return fmt.Errorf("%w: cannot create overlay whiteouts here: %w", providers.ErrNotSupported, err)
 	}
 	return err
 }
@@ -307,6 +327,12 @@ func (s *Sandbox) remountProject(ctx context.Context, project string) error {
 		return err
 	}
 	d := s.layerDirs("workspace")
+	// A volatile overlay leaves a marker in its work directory that refuses a second
+	// mount until removed. The upper directory is intact after its holder died (the
+	// page cache outlives a process); only a crash of the host could lose its writes.
+	if err := os.RemoveAll(filepath.Join(d.work, "work", "incompat")); err != nil {
+		return err
+	}
 	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, d.mask, project); err != nil {
 		return err
 	}
@@ -338,7 +364,8 @@ func (s *Sandbox) mountCaches(ctx context.Context, caches []providers.Cache) {
 		}
 		d := s.layerDirs("cache-" + strconv.Itoa(i))
 		target := filepath.Join(s.dir, "caches", strconv.Itoa(i))
-		if err := d.create(); err == nil {
+		err := d.create()
+		if err == nil {
 			err = os.MkdirAll(target, 0o755)
 		}
 		if err == nil {
