@@ -148,6 +148,23 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
 	s.mountCaches(ctx, spec.Caches)
+	if len(s.caches) > 0 && spec.ProjectDir != "" && spec.WorkDir == "" && p.opts.WorkingDir == "" {
+		// Build caches key entries by the source directory (Go's action ids include
+		// it), so a workspace at /workspace would miss for every package of the
+		// project: show it at the project's own path instead, still the overlay or copy,
+		// never the host directory itself.
+		dir, err := projectWorkDir(spec.ProjectDir, r, s.caches)
+		if err == nil {
+			s.opts.workDir, m.WorkDir = dir, dir
+			err = writeMeta(s.dir, m)
+			if err != nil {
+				s.holder.stop()
+				return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
+			}
+		} else {
+			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("workspace at %s, not the project's path (build caches keyed by path miss for the project's own packages): %v", r.workDir, err))
+		}
+	}
 	// The probe runs the real profile once: bad binds, a broken rootfs or a cgroup
 	// that refuses processes show up now, with bwrap's own message.
 	res, err := s.Exec(ctx, providers.Cmd{Argv: []string{"true"}, Timeout: 30 * time.Second})
