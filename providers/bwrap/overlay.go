@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -231,6 +232,9 @@ func (s *Sandbox) LayerProject(ctx context.Context, project string, hidden []str
 			return fmt.Errorf("bwrap layer project: hide %s: %w", rel, err)
 		}
 	}
+	if err := matchDirAttrs(project, d); err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
 	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, d.mask, project); err != nil {
 		return fmt.Errorf("bwrap layer project: %w", err)
 	}
@@ -262,6 +266,41 @@ func (s *Sandbox) checkLayerable(project string) error {
 		return fmt.Errorf("%w: the project belongs to uid %d, not to talkops's uid %d", providers.ErrNotSupported, st.Uid, os.Geteuid())
 	}
 	return nil
+}
+
+// matchDirAttrs gives the directories talkops created in the layers the project's own
+// mode and modification time. An overlay shows a directory with the attributes of its
+// topmost layer: without this the workspace root (the upper directory) and every directory
+// holding a hidden path (a mask directory) would show talkops's mode and the sandbox's
+// creation time, and Go's test cache, which hashes the mtime of the directories a test
+// stats (a test that changes back to the module root does), would miss every cached
+// result of the host's runs.
+func matchDirAttrs(project string, d layerDirs) error {
+	match := func(layerDir, projectDir string) error {
+		fi, err := os.Lstat(projectDir)
+		if err != nil || !fi.IsDir() {
+			return err
+		}
+		if err := os.Chmod(layerDir, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+			return err
+		}
+		return os.Chtimes(layerDir, time.Time{}, fi.ModTime())
+	}
+	if err := match(d.upper, project); err != nil {
+		return err
+	}
+	// The mask's directories only gain entries (whiteouts, made above), so setting their
+	// times now is final.
+	return filepath.WalkDir(d.mask, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(d.mask, p)
+		if err != nil {
+			return err
+		}
+		return match(p, filepath.Join(project, rel))
+	})
 }
 
 // whiteout hides rel in the lower layers: an overlay whiteout is a 0/0 character device,

@@ -3,6 +3,7 @@ package bwrap
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -475,5 +476,34 @@ func TestProjectWorkDir(t *testing.T) {
 		if got != tt.want || (tt.want == "") != (err != nil) || (err != nil && !strings.Contains(err.Error(), tt.why)) {
 			t.Errorf("projectWorkDir(%q, %+v) = %q, %v; want %q (error containing %q)", tt.project, tt.r, got, err, tt.want, tt.why)
 		}
+	}
+}
+
+// TestOverlayDirsKeepProjectAttrs: the workspace root and a directory holding a hidden
+// file (both directories of talkops's layers) show the project's mode and modification
+// time, as the copy does; Go's test cache hashes the mtime of directories a test stats.
+func TestOverlayDirsKeepProjectAttrs(t *testing.T) {
+	t.Parallel()
+	root := trickyProject(t)
+	old := time.Date(2020, 1, 2, 3, 4, 5, 600, time.UTC)
+	if err := os.Chmod(filepath.Join(root, "config"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"config", "."} {
+		if err := os.Chtimes(filepath.Join(root, dir), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb := newSandbox(t, Options{}, providers.Spec{})
+	if st, err := workspace.Sync(t.Context(), sb, root, "", syncOpts); err != nil || st.Mode != workspace.ModeOverlay {
+		t.Fatalf("Sync: %+v, %v", st, err)
+	}
+	res := run(t, sb, "stat -c '%n %a %.9Y' . config; test -e config/.env.production && echo visible")
+	want := fmt.Sprintf(". 755 %d.%09d\nconfig 750 %d.%09d\n", old.Unix(), old.Nanosecond(), old.Unix(), old.Nanosecond())
+	if fi, err := os.Stat(root); err == nil && fi.Mode().Perm() != 0o755 {
+		want = strings.Replace(want, ". 755", fmt.Sprintf(". %o", fi.Mode().Perm()), 1)
+	}
+	if got := string(res.Stdout); got != want {
+		t.Errorf("the sandbox shows\n%s\nwant\n%s(stderr %s)", got, want, res.Stderr)
 	}
 }
