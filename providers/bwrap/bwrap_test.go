@@ -697,6 +697,25 @@ func TestCreateErrors(t *testing.T) {
 	}
 }
 
+// TestCreateExplainsNamespaceFailure: a host where bwrap cannot create namespaces fails
+// Create with the host-level diagnosis (what to change), not only the probe's exit.
+func TestCreateExplainsNamespaceFailure(t *testing.T) {
+	t.Parallel()
+	fake := filepath.Join(t.TempDir(), "bwrap")
+	script := "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	_, err := New(Options{Bwrap: fake, StateDir: state}).Create(t.Context(), providers.Spec{})
+	if err == nil || !strings.Contains(err.Error(), "cannot create a sandbox on this host") || !strings.Contains(err.Error(), "No permissions") {
+		t.Errorf("Create with a bwrap that cannot make namespaces = %v, want the host diagnosis with bwrap's message", err)
+	}
+	if ents, _ := os.ReadDir(state); len(ents) != 0 {
+		t.Errorf("failed Create left %d entries in the state dir", len(ents))
+	}
+}
+
 // goRoot is a host directory that has a bin subdirectory: the Go installation.
 func goRoot() string { return filepath.Dir(filepath.Dir(runtimeGOROOTBin())) }
 
