@@ -64,7 +64,10 @@ type Options struct {
 	// (for example a debootstrap or busybox tree) instead of the host's /usr.
 	Rootfs string `toml:"rootfs"`
 	// WorkingDir is where the workspace is mounted inside the sandbox; "" means
-	// DefaultWorkingDir. Spec.WorkDir overrides it per run.
+	// DefaultWorkingDir, or the project's own host path (Spec.ProjectDir) when shared
+	// caches are mounted, so that build caches keyed by source path hit (see
+	// projectWorkDir for when that path cannot be used). Spec.WorkDir overrides it per
+	// run.
 	WorkingDir string `toml:"working_dir" trust:"safe"`
 	// ReadOnlyBinds are extra host paths made visible read-only at the same path inside
 	// the sandbox, for tools installed outside /usr (e.g. "/opt/hostedtoolcache").
