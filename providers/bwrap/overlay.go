@@ -36,8 +36,9 @@ type holder struct {
 	stdin     io.Closer // the holder exits when this closes (or talkops dies)
 	nsTool    string    // nsenter
 	mountTool string    // mount, as seen inside the namespace
-	// noVolatile is set once the kernel refused a volatile overlay.
-	noVolatile bool
+	// extras are the optional overlay options this kernel accepted (see overlay); nil
+	// until the first mount.
+	extras []string
 }
 
 // holderReadyTimeout bounds the holder's start.
@@ -130,20 +131,38 @@ func (h *holder) overlay(ctx context.Context, target, upper, work string, lowers
 		}
 	}
 	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upper + ",workdir=" + work
-	// volatile (Linux 5.10) skips the sync of the upper file system that every unmount
-	// does otherwise: the upper directories are thrown away, and on a busy host a sync of
-	// the whole disk made teardown wait on other jobs' writes.
-	if !h.noVolatile {
-		err := h.mount(ctx, target, opts+",volatile")
-		if err == nil {
+	var err error
+	for _, extras := range h.optionalSets() {
+		if err = h.mount(ctx, target, strings.Join(append([]string{opts}, extras...), ",")); err == nil {
+			h.extras = extras
 			return nil
 		}
-		h.noVolatile = true // an older kernel: mount as before
 	}
-	if err := h.mount(ctx, target, opts); err != nil {
-		return fmt.Errorf("%w: %w", providers.ErrNotSupported, err)
+	return fmt.Errorf("%w: %w", providers.ErrNotSupported, err)
+}
+
+// optionalSets are the optional overlay options to try, best first, ending with none:
+//
+//   - volatile (Linux 5.10) skips the sync of the upper file system that every unmount
+//     does otherwise. The upper directories are thrown away, and on a busy host a sync of
+//     the whole disk made teardown wait on other jobs' writes.
+//   - metacopy=on, outside a user namespace only (the kernel refuses it in one), copies
+//     only a file's metadata up when a command changes only its metadata. Go refreshes
+//     the mtime of every build-cache entry older than an hour that it uses, so without it
+//     each run copied the whole part of the cache it read into its layer (75 MB for kong
+//     against a restored cache). Its xattrs are trusted.* ones, which neither the sandbox
+//     (no capabilities, its own user namespace) nor an unprivileged host user can set.
+//
+// Once a set worked, later mounts use only that one.
+func (h *holder) optionalSets() [][]string {
+	if h.extras != nil {
+		return [][]string{h.extras}
 	}
-	return nil
+	sets := [][]string{{"volatile"}, {}}
+	if !h.userNS {
+		sets = append([][]string{{"volatile", "metacopy=on"}}, sets...)
+	}
+	return sets
 }
 
 // mount runs mount -t overlay inside the namespace.

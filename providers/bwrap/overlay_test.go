@@ -507,3 +507,45 @@ func TestOverlayDirsKeepProjectAttrs(t *testing.T) {
 		t.Errorf("the sandbox shows\n%s\nwant\n%s(stderr %s)", got, want, res.Stderr)
 	}
 }
+
+// TestCacheMetadataChangeCopiesNoData: outside a user namespace the overlays copy only
+// metadata up when a command changes only metadata, as Go does to every build-cache
+// entry older than an hour that it uses; the file's data stays in the host's copy.
+func TestCacheMetadataChangeCopiesNoData(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("metacopy needs talkops to run as root (the kernel refuses it in a user namespace)")
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("/usr/bin/python3 is needed to change an mtime without opening the file")
+	}
+	cache := t.TempDir()
+	entry := filepath.Join(cache, "entry-d")
+	if err := os.WriteFile(entry, bytes.Repeat([]byte("x"), 8<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(entry, old, old); err != nil {
+		t.Fatal(err)
+	}
+	sb := newSandbox(t, Options{}, providers.Spec{Caches: []providers.Cache{{Name: "c", HostDir: cache, Path: "/cache/c"}}})
+	res := run(t, sb, `/usr/bin/python3 -c 'import os; os.utime("/cache/c/entry-d")' && stat -c %s /cache/c/entry-d && head -c 3 /cache/c/entry-d`)
+	if got := string(res.Stdout); got != fmt.Sprintf("%d\nxxx", 8<<20) {
+		t.Fatalf("the sandbox shows %q (stderr %s)", got, res.Stderr)
+	}
+	var used int64
+	_ = filepath.WalkDir(sb.layerDirs("cache-0").upper, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := os.Lstat(p); err == nil {
+				used += fi.Sys().(*syscall.Stat_t).Blocks * 512
+			}
+		}
+		return err
+	})
+	if used > 1<<20 {
+		t.Errorf("changing an mtime put %d bytes in the sandbox's layer, want metadata only", used)
+	}
+	if fi, err := os.Stat(entry); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("the host entry changed: %v, %v", fi.ModTime(), err)
+	}
+}
