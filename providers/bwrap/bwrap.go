@@ -105,7 +105,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err := checkEnv(spec.Env); err != nil {
 		return nil, fmt.Errorf("create bwrap sandbox: %w: %w", providers.ErrConfig, err)
 	}
-	bin, err := p.ensureUsable(ctx, r)
+	// The namespaces are not probed on their own here: the probe command below runs the
+	// full profile anyway, and only its failure pays for the diagnosis.
+	bin, err := findBwrap(r)
 	if err != nil {
 		return nil, fmt.Errorf("create bwrap sandbox: %w", err)
 	}
@@ -148,6 +150,23 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
 	s.mountCaches(ctx, spec.Caches)
+	if len(s.caches) > 0 && spec.ProjectDir != "" && spec.WorkDir == "" && p.opts.WorkingDir == "" {
+		// Build caches key entries by the source directory (Go's action ids include
+		// it), so a workspace at /workspace would miss for every package of the
+		// project: show it at the project's own path instead, still the overlay or copy,
+		// never the host directory itself.
+		dir, err := projectWorkDir(spec.ProjectDir, r, s.caches)
+		if err == nil {
+			s.opts.workDir, m.WorkDir = dir, dir
+			err = writeMeta(s.dir, m)
+			if err != nil {
+				s.holder.stop()
+				return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
+			}
+		} else {
+			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("workspace at %s, not the project's path (build caches keyed by path miss for the project's own packages): %v", r.workDir, err))
+		}
+	}
 	// The probe runs the real profile once: bad binds, a broken rootfs or a cgroup
 	// that refuses processes show up now, with bwrap's own message.
 	res, err := s.Exec(ctx, providers.Cmd{Argv: []string{"true"}, Timeout: 30 * time.Second})
@@ -156,6 +175,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	}
 	if err != nil {
 		s.holder.stop()
+		if _, nsErr := p.ensureUsable(ctx, r); nsErr != nil && ctx.Err() == nil {
+			err = nsErr // the host's namespaces, not this profile: say what to change
+		}
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
 	return s, nil
@@ -332,9 +354,8 @@ func readMeta(dir string) (meta, error) {
 	return m, nil
 }
 
-// ensureUsable finds bwrap and checks, once per provider, that it can create the
-// namespaces the profile needs. Failures name the cause and the fix.
-func (p *Provider) ensureUsable(ctx context.Context, r resolved) (string, error) {
+// findBwrap finds the bwrap binary.
+func findBwrap(r resolved) (string, error) {
 	bin := r.bwrap
 	if bin == "" {
 		bin = "bwrap"
@@ -342,6 +363,16 @@ func (p *Provider) ensureUsable(ctx context.Context, r resolved) (string, error)
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return "", fmt.Errorf("bubblewrap (%s) not found: install it with `apt-get install -y bubblewrap` (Debian/Ubuntu), `dnf install bubblewrap` or `apk add bubblewrap`, or pick another --sandbox: %w", bin, err)
+	}
+	return path, nil
+}
+
+// ensureUsable finds bwrap and checks, once per provider, that it can create the
+// namespaces the profile needs. Failures name the cause and the fix.
+func (p *Provider) ensureUsable(ctx context.Context, r resolved) (string, error) {
+	path, err := findBwrap(r)
+	if err != nil {
+		return "", err
 	}
 	p.probeMu.Lock()
 	defer p.probeMu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/archive"
 )
@@ -95,6 +96,8 @@ func TestExec(t *testing.T) {
 		{name: "exit code is a result", cmd: providers.Shell("echo oops >&2; exit 3"), wantCode: 3, wantStderr: "oops\n"},
 		{name: "argv not shell", cmd: providers.Cmd{Argv: []string{"printf", "%s|", "a b", "$HOME"}}, wantStdout: "a b|$HOME|"},
 		{name: "env layers", cmd: providers.Cmd{Argv: []string{"sh", "-c", "echo $FROM_SPEC $FROM_CMD $HOME $USER"}, Env: map[string]string{"FROM_CMD": "cmd"}}, wantStdout: "spec cmd /home/sandbox sandbox\n"},
+		// Unset as on most hosts: Go's test cache keys results on the variables a test reads.
+		{name: "TMPDIR unset", cmd: providers.Shell(`echo "${TMPDIR-unset}"`), wantStdout: "unset\n"},
 		{name: "stdin", cmd: providers.Cmd{Argv: []string{"cat"}, Stdin: strings.NewReader("fed\n")}, wantStdout: "fed\n"},
 		{name: "default dir", cmd: providers.Shell("pwd"), wantStdout: "/workspace\n"},
 		{name: "relative dir", cmd: providers.Cmd{Argv: []string{"pwd"}, Dir: "."}, wantStdout: "/workspace\n"},
@@ -691,6 +694,25 @@ func TestCreateErrors(t *testing.T) {
 				t.Errorf("failed Create left %d entries in the state dir", len(ents))
 			}
 		})
+	}
+}
+
+// TestCreateExplainsNamespaceFailure: a host where bwrap cannot create namespaces fails
+// Create with the host-level diagnosis (what to change), not only the probe's exit.
+func TestCreateExplainsNamespaceFailure(t *testing.T) {
+	t.Parallel()
+	fake := filepath.Join(t.TempDir(), "bwrap")
+	script := "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	_, err := New(Options{Bwrap: fake, StateDir: state}).Create(t.Context(), providers.Spec{})
+	if err == nil || !strings.Contains(err.Error(), "cannot create a sandbox on this host") || !strings.Contains(err.Error(), "No permissions") {
+		t.Errorf("Create with a bwrap that cannot make namespaces = %v, want the host diagnosis with bwrap's message", err)
+	}
+	if ents, _ := os.ReadDir(state); len(ents) != 0 {
+		t.Errorf("failed Create left %d entries in the state dir", len(ents))
 	}
 }
 

@@ -64,7 +64,10 @@ type Options struct {
 	// (for example a debootstrap or busybox tree) instead of the host's /usr.
 	Rootfs string `toml:"rootfs"`
 	// WorkingDir is where the workspace is mounted inside the sandbox; "" means
-	// DefaultWorkingDir. Spec.WorkDir overrides it per run.
+	// DefaultWorkingDir, or the project's own host path (Spec.ProjectDir) when shared
+	// caches are mounted, so that build caches keyed by source path hit (see
+	// projectWorkDir for when that path cannot be used). Spec.WorkDir overrides it per
+	// run.
 	WorkingDir string `toml:"working_dir" trust:"safe"`
 	// ReadOnlyBinds are extra host paths made visible read-only at the same path inside
 	// the sandbox, for tools installed outside /usr (e.g. "/opt/hostedtoolcache").
@@ -237,6 +240,44 @@ func checkSandboxDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// projectWorkDir is the project's own host path when it can be the sandbox's working
+// directory, or why not: it must be a path the profile leaves free (not under a system
+// directory, /tmp or the home directory), no rootfs may be in use (its top-level
+// directory would be hidden), and no shared cache or read-only bind may overlap it.
+func projectWorkDir(project string, r resolved, caches []mountedCache) (string, error) {
+	if !filepath.IsAbs(project) {
+		return "", fmt.Errorf("the project directory %q is not absolute", project)
+	}
+	dir := filepath.Clean(project)
+	if r.rootfs != "" {
+		return "", fmt.Errorf("a rootfs is in use; set working_dir to choose the path")
+	}
+	if err := checkSandboxDir(dir); err != nil {
+		return "", fmt.Errorf("%s: %w", dir, err)
+	}
+	for _, sys := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys", HomeDir} {
+		if within(dir, sys) {
+			return "", fmt.Errorf("%s is inside %s, which the sandbox profile mounts", dir, sys)
+		}
+	}
+	for _, c := range caches {
+		if within(dir, c.Path) || within(c.Path, dir) {
+			return "", fmt.Errorf("%s overlaps the cache %s at %s", dir, c.Name, c.Path)
+		}
+	}
+	for _, b := range r.roBinds {
+		if within(b, dir) && b != dir {
+			return "", fmt.Errorf("the read-only bind %s lies inside %s and would be hidden", b, dir)
+		}
+	}
+	return dir, nil
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // parseSize parses "512m", "2GiB", "1g" or a plain number of bytes (binary units, the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -29,12 +30,15 @@ import (
 
 // holder keeps the sandbox's mount namespace alive.
 type holder struct {
-	pid    int
-	userNS bool
-	cmd    *exec.Cmd
-	stdin  io.Closer // the holder exits when this closes (or talkops dies)
-	nsTool string    // nsenter
-	mount  string    // mount, as seen inside the namespace
+	pid       int
+	userNS    bool
+	cmd       *exec.Cmd
+	stdin     io.Closer // the holder exits when this closes (or talkops dies)
+	nsTool    string    // nsenter
+	mountTool string    // mount, as seen inside the namespace
+	// extras are the optional overlay options this kernel accepted (see overlay); nil
+	// until the first mount.
+	extras []string
 }
 
 // holderReadyTimeout bounds the holder's start.
@@ -74,9 +78,9 @@ func startHolder(ctx context.Context) (*holder, error) {
 	var stderr strings.Builder
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: cannot start a process in a new mount namespace: %v", providers.ErrNotSupported, err)
+		return nil, fmt.Errorf("%w: cannot start a process in a new mount namespace: %w", providers.ErrNotSupported, err)
 	}
-	h := &holder{pid: cmd.Process.Pid, userNS: userNS, cmd: cmd, stdin: stdin, nsTool: nsenter, mount: mount}
+	h := &holder{pid: cmd.Process.Pid, userNS: userNS, cmd: cmd, stdin: stdin, nsTool: nsenter, mountTool: mount}
 	ready := make(chan error, 1)
 	go func() {
 		line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -100,7 +104,7 @@ func startHolder(ctx context.Context) (*holder, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("start overlay namespace: %w", ctx.Err())
 		}
-		return nil, fmt.Errorf("%w: private mount namespace: %v %s", providers.ErrNotSupported, err, msg)
+		return nil, fmt.Errorf("%w: private mount namespace: %w %s", providers.ErrNotSupported, err, msg)
 	}
 	return h, nil
 }
@@ -127,12 +131,48 @@ func (h *holder) overlay(ctx context.Context, target, upper, work string, lowers
 		}
 	}
 	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upper + ",workdir=" + work
-	args := append(h.enter(), h.mount, "-t", "overlay", "overlay", "-o", opts, target)
+	var err error
+	for _, extras := range h.optionalSets() {
+		if err = h.mount(ctx, target, strings.Join(append([]string{opts}, extras...), ",")); err == nil {
+			h.extras = extras
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %w", providers.ErrNotSupported, err)
+}
+
+// optionalSets are the optional overlay options to try, best first, ending with none:
+//
+//   - volatile (Linux 5.10) skips the sync of the upper file system that every unmount
+//     does otherwise. The upper directories are thrown away, and on a busy host a sync of
+//     the whole disk made teardown wait on other jobs' writes.
+//   - metacopy=on, outside a user namespace only (the kernel refuses it in one), copies
+//     only a file's metadata up when a command changes only its metadata. Go refreshes
+//     the mtime of every build-cache entry older than an hour that it uses, so without it
+//     each run copied the whole part of the cache it read into its layer (75 MB for kong
+//     against a restored cache). Its xattrs are trusted.* ones, which neither the sandbox
+//     (no capabilities, its own user namespace) nor an unprivileged host user can set.
+//
+// Once a set worked, later mounts use only that one.
+func (h *holder) optionalSets() [][]string {
+	if h.extras != nil {
+		return [][]string{h.extras}
+	}
+	sets := [][]string{{"volatile"}, {}}
+	if !h.userNS {
+		sets = append([][]string{{"volatile", "metacopy=on"}}, sets...)
+	}
+	return sets
+}
+
+// mount runs mount -t overlay inside the namespace.
+func (h *holder) mount(ctx context.Context, target, opts string) error {
+	args := append(h.enter(), h.mountTool, "-t", "overlay", "overlay", "-o", opts, target)
 	cctx, cancel := context.WithTimeout(ctx, holderReadyTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(cctx, args[0], args[1:]...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%w: mount overlay on %s: %v: %s", providers.ErrNotSupported, target, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("mount overlay on %s: %w: %s", target, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
@@ -211,6 +251,9 @@ func (s *Sandbox) LayerProject(ctx context.Context, project string, hidden []str
 			return fmt.Errorf("bwrap layer project: hide %s: %w", rel, err)
 		}
 	}
+	if err := matchDirAttrs(project, d); err != nil {
+		return fmt.Errorf("bwrap layer project: %w", err)
+	}
 	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, d.mask, project); err != nil {
 		return fmt.Errorf("bwrap layer project: %w", err)
 	}
@@ -244,6 +287,41 @@ func (s *Sandbox) checkLayerable(project string) error {
 	return nil
 }
 
+// matchDirAttrs gives the directories talkops created in the layers the project's own
+// mode and modification time. An overlay shows a directory with the attributes of its
+// topmost layer: without this the workspace root (the upper directory) and every directory
+// holding a hidden path (a mask directory) would show talkops's mode and the sandbox's
+// creation time, and Go's test cache, which hashes the mtime of the directories a test
+// stats (a test that changes back to the module root does), would miss every cached
+// result of the host's runs.
+func matchDirAttrs(project string, d layerDirs) error {
+	match := func(layerDir, projectDir string) error {
+		fi, err := os.Lstat(projectDir)
+		if err != nil || !fi.IsDir() {
+			return err
+		}
+		if err := os.Chmod(layerDir, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+			return err
+		}
+		return os.Chtimes(layerDir, time.Time{}, fi.ModTime())
+	}
+	if err := match(d.upper, project); err != nil {
+		return err
+	}
+	// The mask's directories only gain entries (whiteouts, made above), so setting their
+	// times now is final.
+	return filepath.WalkDir(d.mask, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(d.mask, p)
+		if err != nil {
+			return err
+		}
+		return match(p, filepath.Join(project, rel))
+	})
+}
+
 // whiteout hides rel in the lower layers: an overlay whiteout is a 0/0 character device,
 // which unprivileged users may create since Linux 5.8.
 func whiteout(mask, rel string) error {
@@ -260,7 +338,7 @@ func whiteout(mask, rel string) error {
 		return nil
 	}
 	if errors.Is(err, syscall.EPERM) {
-		return fmt.Errorf("%w: cannot create overlay whiteouts here: %v", providers.ErrNotSupported, err)
+		return fmt.Errorf("%w: cannot create overlay whiteouts here: %w", providers.ErrNotSupported, err)
 	}
 	return err
 }
@@ -307,6 +385,12 @@ func (s *Sandbox) remountProject(ctx context.Context, project string) error {
 		return err
 	}
 	d := s.layerDirs("workspace")
+	// A volatile overlay leaves a marker in its work directory that refuses a second
+	// mount until removed. The upper directory is intact after its holder died (the
+	// page cache outlives a process); only a crash of the host could lose its writes.
+	if err := os.RemoveAll(filepath.Join(d.work, "work", "incompat")); err != nil {
+		return err
+	}
 	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, d.mask, project); err != nil {
 		return err
 	}
@@ -338,7 +422,8 @@ func (s *Sandbox) mountCaches(ctx context.Context, caches []providers.Cache) {
 		}
 		d := s.layerDirs("cache-" + strconv.Itoa(i))
 		target := filepath.Join(s.dir, "caches", strconv.Itoa(i))
-		if err := d.create(); err == nil {
+		err := d.create()
+		if err == nil {
 			err = os.MkdirAll(target, 0o755)
 		}
 		if err == nil {

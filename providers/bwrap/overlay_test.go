@@ -3,6 +3,7 @@ package bwrap
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -24,6 +25,12 @@ import (
 func trickyProject(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
+	writeTrickyProject(t, root)
+	return root
+}
+
+func writeTrickyProject(t *testing.T, root string) {
+	t.Helper()
 	files := map[string]string{
 		".gitignore":                    "*.log\n!keep.log\nout/\n",
 		"main.go":                       "package main\n",
@@ -66,7 +73,6 @@ func trickyProject(t *testing.T) string {
 	if err := syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return root
 }
 
 var syncOpts = workspace.Options{Include: []string{"vendor/dist/app.js"}, MaxFileSize: 1024}
@@ -359,5 +365,187 @@ func BenchmarkWorkspace(b *testing.B) {
 			b.ReportMetric(float64(write.Milliseconds())/n, "write-ms")
 			b.ReportMetric(float64(teardown.Milliseconds())/n, "teardown-ms")
 		})
+	}
+}
+
+// projectOutsideTmp is trickyProject at a path the sandbox profile leaves free (a project
+// under /tmp cannot appear at its own path: the sandbox has its own /tmp).
+func projectOutsideTmp(t *testing.T) string {
+	t.Helper()
+	base, err := os.MkdirTemp("/var/tmp", "talkops-bwrap-test-")
+	if err != nil {
+		t.Skipf("no directory outside /tmp for the project: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	writeTrickyProject(t, base)
+	return base
+}
+
+// TestWorkspaceAtProjectPathWithCaches: with a shared cache and no working_dir, the
+// workspace appears at the project's own host path (so build caches keyed by path hit),
+// and it is still the sandbox's layer over the synced view: hidden files stay hidden and
+// writes never reach the project. The sandbox record keeps the path for Attach.
+func TestWorkspaceAtProjectPathWithCaches(t *testing.T) {
+	t.Parallel()
+	root := projectOutsideTmp(t)
+	before := hashTree(t, root)
+	cache := t.TempDir()
+	spec := providers.Spec{ProjectDir: root, Caches: []providers.Cache{{Name: "c", HostDir: cache, Path: "/cache/c"}}}
+	sb := newSandbox(t, Options{}, spec)
+	if sb.WorkDir() != root {
+		_, notes := sb.SharedCaches()
+		t.Fatalf("WorkDir() = %q, want the project's path %q (notes %q)", sb.WorkDir(), root, notes)
+	}
+	if m, err := readMeta(sb.dir); err != nil || m.WorkDir != root {
+		t.Errorf("sandbox record work_dir = %q (%v), want %q", m.WorkDir, err, root)
+	}
+	st, err := workspace.Sync(t.Context(), sb, root, "", syncOpts)
+	if err != nil || st.Mode != workspace.ModeOverlay || st.Target != root {
+		t.Fatalf("Sync: %+v, %v", st, err)
+	}
+	res := run(t, sb, `pwd; cat main.go; for f in .env keys/id_ed25519 big.bin; do test -e "$f" && echo "visible $f"; done
+echo changed >> main.go; echo new > new.txt; rm keep.log; true`)
+	if got, want := string(res.Stdout), root+"\npackage main\n"; got != want {
+		t.Errorf("the sandbox shows %q, want %q (stderr %s)", got, want, res.Stderr)
+	}
+	if after := hashTree(t, root); !cmp.Equal(before, after) {
+		t.Fatalf("the host project changed:\n%s", cmp.Diff(before, after))
+	}
+}
+
+// TestWorkspacePathChoice: an explicit working directory always wins, a sandbox without
+// shared caches keeps /workspace, and a project path the sandbox cannot show at its own
+// place (here under /tmp) keeps /workspace with a note saying why.
+func TestWorkspacePathChoice(t *testing.T) {
+	t.Parallel()
+	cache := []providers.Cache{{Name: "c", HostDir: t.TempDir(), Path: "/cache/c"}}
+	project := projectOutsideTmp(t)
+	for _, tt := range []struct {
+		name     string
+		opts     Options
+		spec     providers.Spec
+		want     string
+		wantNote string
+	}{
+		{name: "option wins", opts: Options{WorkingDir: "/src"}, spec: providers.Spec{ProjectDir: project, Caches: cache}, want: "/src"},
+		{name: "spec wins", spec: providers.Spec{ProjectDir: project, Caches: cache, WorkDir: "/spec"}, want: "/spec"},
+		{name: "no caches", spec: providers.Spec{ProjectDir: project}, want: DefaultWorkingDir},
+		{name: "project under tmp", spec: providers.Spec{ProjectDir: t.TempDir(), Caches: cache}, want: DefaultWorkingDir, wantNote: "not the project's path"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sb := newSandbox(t, tt.opts, tt.spec)
+			if sb.WorkDir() != tt.want {
+				t.Errorf("WorkDir() = %q, want %q", sb.WorkDir(), tt.want)
+			}
+			if got := string(run(t, sb, "pwd").Stdout); got != tt.want+"\n" {
+				t.Errorf("pwd = %q, want %q", got, tt.want)
+			}
+			_, notes := sb.SharedCaches()
+			joined := strings.Join(notes, "\n")
+			if (tt.wantNote == "") != (joined == "") || !strings.Contains(joined, tt.wantNote) {
+				t.Errorf("notes = %q, want one containing %q", notes, tt.wantNote)
+			}
+		})
+	}
+}
+
+func TestProjectWorkDir(t *testing.T) {
+	t.Parallel()
+	caches := []mountedCache{{Cache: providers.Cache{Name: "go-mod", Path: "/home/u/go/pkg/mod"}}}
+	for _, tt := range []struct {
+		project string
+		r       resolved
+		want    string // "" means refused
+		why     string
+	}{
+		{project: "/home/u/src/app", want: "/home/u/src/app"},
+		{project: "/home/u/src/app/", want: "/home/u/src/app"},
+		{project: "relative/app", why: "not absolute"},
+		{project: "/tmp/app", why: "/tmp"},
+		{project: "/usr/src/app", why: "/usr"},
+		{project: "/lib/app", why: "/lib"},
+		{project: "/home/sandbox/app", why: HomeDir},
+		{project: "/home/u/src/app", r: resolved{rootfs: "/srv/rootfs"}, why: "rootfs"},
+		{project: "/home/u/go", why: "overlaps the cache go-mod"},
+		{project: "/home/u/go/pkg/mod/x", why: "overlaps the cache go-mod"},
+		{project: "/opt/app", r: resolved{roBinds: []string{"/opt/app/tools"}}, why: "would be hidden"},
+		{project: "/opt/app", r: resolved{roBinds: []string{"/opt"}}, want: "/opt/app"},
+	} {
+		got, err := projectWorkDir(tt.project, tt.r, caches)
+		if got != tt.want || (tt.want == "") != (err != nil) || (err != nil && !strings.Contains(err.Error(), tt.why)) {
+			t.Errorf("projectWorkDir(%q, %+v) = %q, %v; want %q (error containing %q)", tt.project, tt.r, got, err, tt.want, tt.why)
+		}
+	}
+}
+
+// TestOverlayDirsKeepProjectAttrs: the workspace root and a directory holding a hidden
+// file (both directories of talkops's layers) show the project's mode and modification
+// time, as the copy does; Go's test cache hashes the mtime of directories a test stats.
+func TestOverlayDirsKeepProjectAttrs(t *testing.T) {
+	t.Parallel()
+	root := trickyProject(t)
+	old := time.Date(2020, 1, 2, 3, 4, 5, 600, time.UTC)
+	if err := os.Chmod(filepath.Join(root, "config"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"config", "."} {
+		if err := os.Chtimes(filepath.Join(root, dir), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb := newSandbox(t, Options{}, providers.Spec{})
+	if st, err := workspace.Sync(t.Context(), sb, root, "", syncOpts); err != nil || st.Mode != workspace.ModeOverlay {
+		t.Fatalf("Sync: %+v, %v", st, err)
+	}
+	res := run(t, sb, "stat -c '%n %a %.9Y' . config; test -e config/.env.production && echo visible")
+	want := fmt.Sprintf(". 755 %d.%09d\nconfig 750 %d.%09d\n", old.Unix(), old.Nanosecond(), old.Unix(), old.Nanosecond())
+	if fi, err := os.Stat(root); err == nil && fi.Mode().Perm() != 0o755 {
+		want = strings.Replace(want, ". 755", fmt.Sprintf(". %o", fi.Mode().Perm()), 1)
+	}
+	if got := string(res.Stdout); got != want {
+		t.Errorf("the sandbox shows\n%s\nwant\n%s(stderr %s)", got, want, res.Stderr)
+	}
+}
+
+// TestCacheMetadataChangeCopiesNoData: outside a user namespace the overlays copy only
+// metadata up when a command changes only metadata, as Go does to every build-cache
+// entry older than an hour that it uses; the file's data stays in the host's copy.
+func TestCacheMetadataChangeCopiesNoData(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("metacopy needs talkops to run as root (the kernel refuses it in a user namespace)")
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("/usr/bin/python3 is needed to change an mtime without opening the file")
+	}
+	cache := t.TempDir()
+	entry := filepath.Join(cache, "entry-d")
+	if err := os.WriteFile(entry, bytes.Repeat([]byte("x"), 8<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(entry, old, old); err != nil {
+		t.Fatal(err)
+	}
+	sb := newSandbox(t, Options{}, providers.Spec{Caches: []providers.Cache{{Name: "c", HostDir: cache, Path: "/cache/c"}}})
+	res := run(t, sb, `/usr/bin/python3 -c 'import os; os.utime("/cache/c/entry-d")' && stat -c %s /cache/c/entry-d && head -c 3 /cache/c/entry-d`)
+	if got := string(res.Stdout); got != fmt.Sprintf("%d\nxxx", 8<<20) {
+		t.Fatalf("the sandbox shows %q (stderr %s)", got, res.Stderr)
+	}
+	var used int64
+	_ = filepath.WalkDir(sb.layerDirs("cache-0").upper, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := os.Lstat(p); err == nil {
+				used += fi.Sys().(*syscall.Stat_t).Blocks * 512
+			}
+		}
+		return err
+	})
+	if used > 1<<20 {
+		t.Errorf("changing an mtime put %d bytes in the sandbox's layer, want metadata only", used)
+	}
+	if fi, err := os.Stat(entry); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("the host entry changed: %v, %v", fi.ModTime(), err)
 	}
 }

@@ -272,9 +272,12 @@ func (s *Sandbox) profile(dir string) []string {
 // bwrap as its own environment, never as --setenv arguments, so values do not show up
 // in the host's process list.
 func (s *Sandbox) environ(extra map[string]string) []string {
+	// TMPDIR stays unset (its default is /tmp): Go's test cache keys results on the
+	// variables a test reads, and a value the host does not set would make every cached
+	// test result from the host's own runs miss.
 	env := map[string]string{
 		"PATH": s.opts.path, "HOME": HomeDir, "USER": "sandbox", "LOGNAME": "sandbox",
-		"LANG": "C.UTF-8", "TMPDIR": "/tmp",
+		"LANG": "C.UTF-8",
 	}
 	for _, c := range s.caches {
 		for k, v := range c.Env {
