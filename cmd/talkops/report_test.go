@@ -20,7 +20,8 @@ import (
 func runReport(t *testing.T, dir string, env map[string]string, args ...string) (string, string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, workDir: dir}
+	getenv := func(k string) string { return env[k] }
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: getenv, workDir: dir, providers: testRegistry(getenv)}
 	var grammar struct {
 		Report ReportCmd `cmd:""`
 	}

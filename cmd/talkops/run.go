@@ -70,9 +70,9 @@ type runCmd struct {
 	RunID               string   `name:"run-id" placeholder:"ID" help:"Identify this run by ID (letters, digits, . _ -; up to 64) instead of a generated one, so a caller can reap exactly its sandboxes afterwards with sandbox gc --run-id."`
 
 	flagsSet map[string]*kong.Flag
-	report   report.Options // set by Run and plan
-	session  *session       // the agent, when there is a prompt
-	caps     capabilities   // the provider's, set by planSandbox
+	report   report.Options         // set by Run and plan
+	session  *session               // the agent, when there is a prompt
+	caps     providers.Capabilities // the provider's, set by planSandbox
 }
 
 // configFlags turns the flags the user gave into the top configuration layer.
@@ -124,9 +124,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(ctx, a, config.Options{
-		Flags: flags, FlagNames: names, Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv),
-	})
+	cfg, err := a.providers.LoadConfig(ctx, a.configOptions(config.Options{Flags: flags, FlagNames: names}))
 	if err != nil {
 		return err
 	}
@@ -166,7 +164,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 		log.Warn().Err(err).Msg("could not mask secrets in the job log")
 	}
 	plan.Sink = sink
-	plan.Force = forceFrom(ctx)
+	plan.Force = a.force
 
 	res := runner.Run(ctx, plan)
 
@@ -306,28 +304,25 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink
 // then the spec, the setup script and the workspace sync.
 func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, sink events.Sink) error {
 	name := cfg.Sandbox.Provider
-	newProvider, err := lookupProvider(cfg, name, a.getenv)
+	prov, err := a.providers.Build(cfg, name, a.getenv)
 	if err != nil {
 		return err
 	}
-	prov, caps, err := newProvider(cfg, a.getenv)
-	if err != nil {
-		return err
-	}
+	caps := providers.CapabilitiesOf(prov)
 	opts.Provider = prov
 	if name == local.Name && c.session != nil && cfg.Approval.Mode == "yes" {
 		warnLocalKeys(a.getenv, sink)
 	}
 	c.caps = caps
 	snapshot := cfg.Sandbox.Snapshot
-	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.defaultSnapshot {
+	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.DefaultSnapshot {
 		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
 	}
-	if snapshot != "" && !caps.snapshot {
+	if snapshot != "" && !caps.Snapshot {
 		return usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
 			name, cfg.Source("sandboxes.snapshot_name"))
 	}
-	if opts.AttachID != "" && !caps.attach {
+	if opts.AttachID != "" && !caps.Attach {
 		return usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
 			name, cfg.Source("sandboxes.sandbox_id"))
 	}
@@ -343,7 +338,7 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, s
 		return usagef("[sandboxes] caches (from %s): %v", cfg.Source("sandboxes.caches"), err)
 	}
 	opts.Spec.Caches = caches
-	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
+	if cfg.Sandbox.SyncWorkspace && caps.OwnFilesystem && opts.AttachID == "" {
 		var synced func(*result.Sync)
 		if rr, ok := opts.Rubric.(*rubricRunner); ok {
 			synced = func(s *result.Sync) { rr.leftOut = s.LeftOut }
@@ -382,7 +377,7 @@ func sandboxSpec(runID string, cfg *config.Config, snapshot string) providers.Sp
 		RunID:      runID,
 		ProjectDir: cfg.ProjectDir,
 		Snapshot:   snapshot,
-		WorkDir:    workingDir(cfg, cfg.Sandbox.Provider),
+		WorkDir:    cfg.Providers[cfg.Sandbox.Provider].WorkingDir,
 		TTL:        ttl,
 		Labels: map[string]string{
 			providers.LabelRunID:     runID,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 
 	"github.com/talkops/talkops/providers"
@@ -18,16 +17,4 @@ func isUsage(err error) bool {
 	var ue *runner.UsageError
 	var re *rubric.Error
 	return errors.As(err, &ue) || errors.As(err, &re) || errors.Is(err, providers.ErrConfig)
-}
-
-type forceKey struct{}
-
-// withForce attaches the channel main closes on a second signal.
-func withForce(ctx context.Context, force <-chan struct{}) context.Context {
-	return context.WithValue(ctx, forceKey{}, force)
-}
-
-func forceFrom(ctx context.Context) <-chan struct{} {
-	ch, _ := ctx.Value(forceKey{}).(<-chan struct{})
-	return ch
 }

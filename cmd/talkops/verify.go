@@ -2,14 +2,11 @@ package main
 
 import (
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/talkops/talkops/changeset"
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/events"
-	"github.com/talkops/talkops/providers/bwrap"
-	"github.com/talkops/talkops/providers/docker"
 	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/runner"
 )
@@ -41,14 +38,14 @@ func (c *runCmd) planVerification(_ *app, cfg *config.Config, opts *runner.Optio
 	}
 	// Exec output of the cloud providers arrives as JSON text, not bytes: their archive
 	// goes through a file and Download.
-	rec.ViaFile = !slices.Contains([]string{local.Name, bwrap.Name, docker.Name, fakeProviderName}, cfg.Sandbox.Provider)
+	rec.ViaFile = !c.caps.BinaryOutput
 	opts.Workspace = rec
 	switch {
 	case opts.AttachID != "":
 		opts.NoCleanRoom = "the run attached to an existing sandbox (--sandbox-id), whose state a new sandbox cannot reproduce"
 	case cfg.Sandbox.Provider == local.Name:
 		opts.CleanRoom = runner.CleanRoomMaterialized
-	case c.caps.ownFilesystem:
+	case c.caps.OwnFilesystem:
 		opts.CleanRoom = runner.CleanRoomProvisioned
 	default:
 		opts.NoCleanRoom = "the " + cfg.Sandbox.Provider + " provider cannot create a second sandbox"

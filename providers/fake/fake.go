@@ -418,3 +418,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Capabilities says what the fake provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, OwnFilesystem: true, List: true, BinaryOutput: true}
+}
