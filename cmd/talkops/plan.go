@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/talkops/talkops/agent/model"
+	"github.com/talkops/talkops/agent/session"
+	"github.com/talkops/talkops/changeset"
+	"github.com/talkops/talkops/config"
+	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/internal/version"
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
+	"github.com/talkops/talkops/providers/local"
+	"github.com/talkops/talkops/providers/state"
+	"github.com/talkops/talkops/providers/workspace"
+	"github.com/talkops/talkops/report"
+	"github.com/talkops/talkops/report/hygiene"
+	"github.com/talkops/talkops/rubric"
+	"github.com/talkops/talkops/rubric/gate"
+	"github.com/talkops/talkops/runner"
+)
+
+// plan validates the inputs and builds the runner's options, each part from the ones
+// before it. Everything here happens before provisioning, so every failure is a usage
+// error and nothing leaks.
+func (c *runCmd) plan(a *app, cfg *config.Config, runID string, sink events.Sink) (runner.Options, error) {
+	v := version.Get()
+	opts := runner.Options{
+		RunID:         runID,
+		Version:       v.Version,
+		Commit:        v.Commit,
+		ProjectDir:    cfg.ProjectDir,
+		ReportDir:     reportDir(cfg, runID),
+		ProviderName:  cfg.Sandbox.Provider,
+		AttachID:      cfg.Sandbox.ID,
+		Timeout:       cfg.Run.Timeout,
+		Config:        cfg.Values(),
+		Advisory:      c.Advisory,
+		CI:            report.CI(a.getenv),
+		MaxIterations: 1,
+		Verify:        cfg.Rubric.Verify,
+		Ledger:        &state.Ledger{Dir: state.DefaultDir(a.getenv), Provider: cfg.Sandbox.Provider, ProjectDir: cfg.ProjectDir},
+	}
+	w, err := c.planWork(a, cfg, opts.ReportDir, sink)
+	if err != nil {
+		return opts, err
+	}
+	opts.Prompt, opts.Redact = w.prompt, w.redact
+	caps, err := c.planSandbox(a, cfg, &opts, w.session != nil, sink)
+	if err != nil {
+		return opts, err
+	}
+	if err := c.planReports(&opts); err != nil {
+		return opts, err
+	}
+	var host *changeset.Recorder
+	if w.session != nil {
+		opts.NewAgent = w.session.NewAgent
+		host = hostRecord(cfg, opts.ReportDir, w.rubric, caps)
+		opts.Workspace = host
+		planCleanRoom(cfg, &opts, caps)
+	}
+	if w.rubric != nil {
+		g := gate.Options{Rubric: w.rubric, Checker: rubric.Checker{Redact: w.redact}, Judge: w.judge,
+			MaxIterations: int(cfg.Rubric.MaxIterations), Workspace: host}
+		if w.session == nil {
+			g.MaxIterations = 1 // no agent can revise: a failed evaluation is final, never needs_revision
+		} else {
+			g.Agent = w.session.Record
+			opts.MaxIterations = int(cfg.Rubric.MaxIterations)
+		}
+		opts.Rubric = gate.New(g)
+	}
+	return opts, nil
+}
+
+// reportDir is where result.json and the reports go: --report-dir as given, or one
+// directory per run under the default.
+func reportDir(cfg *config.Config, runID string) string {
+	if cfg.Source("run.report_dir") == "default" {
+		return filepath.Join(cfg.Run.ReportDir, runID)
+	}
+	return cfg.Run.ReportDir
+}
+
+// work is what the run is for.
+type work struct {
+	prompt  string
+	session *session.Session // nil: no prompt, no agent
+	rubric  *rubric.Rubric   // nil: no rubric
+	judge   rubric.Judge     // nil: the rubric has no criteria
+	redact  func(string) string
+}
+
+// planWork resolves the prompt and its agent, the rubric and its judge. The agent's model
+// is built first, because the judge defaults to it.
+func (c *runCmd) planWork(a *app, cfg *config.Config, reportDir string, sink events.Sink) (work, error) {
+	var w work
+	if c.Prompt != "" && c.NonInteractive != "" {
+		return w, usagef("give the prompt once: -p/--prompt or -n")
+	}
+	prompt, err := resolvePrompt(promptInput{
+		flag: cmpOr(c.Prompt, c.NonInteractive), positional: c.Words, file: c.PromptFile,
+		readFile: readPromptFile, stdin: a.stdin,
+	})
+	if err != nil {
+		return w, err
+	}
+	if prompt == "" && c.Rubric == "" {
+		return w, usagef("nothing to do: give a prompt (-p \"...\") for the agent, a rubric (--rubric) to check, or both")
+	}
+	w.prompt = prompt
+	servers, err := session.MCPServers(cfg, c.MCPConfig, a.getenv)
+	if err != nil {
+		return w, err
+	}
+	// Env and header values of MCP servers are secrets like the API keys.
+	c.report.Secrets = append(c.report.Secrets, servers.Secrets...)
+	redactor := hygiene.NewRedactor(c.report.Secrets...)
+	w.redact = redactor.Redact
+
+	var agentModel model.Model
+	agentSpec := cfg.Model.Name
+	if prompt != "" {
+		if agentModel, err = session.NewModel(agentSpec, cfg.Model.BaseURL, a.getenv); err != nil {
+			return w, err
+		}
+		agentSpec = session.ModelName(agentSpec, agentModel)
+	}
+	if c.Rubric != "" {
+		if w.rubric, err = rubric.Parse(rubricSpec(c.Rubric, a.workDir), cfg.ProjectDir); err != nil {
+			return w, err
+		}
+		if len(w.rubric.Criteria) > 0 {
+			if w.judge, err = newJudge(cfg, w.rubric, agentModel, agentSpec, a.getenv, redactor.Redact, sink); err != nil {
+				return w, err
+			}
+		}
+	}
+	if prompt == "" {
+		return w, nil
+	}
+	agentOpts, err := session.AgentOptions(cfg, agentModel, agentSpec, reportDir, c.report.Secrets, redactor, sink)
+	if err != nil {
+		return w, err
+	}
+	w.session, err = session.New(session.Options{Prompt: prompt, Agent: agentOpts, MCP: servers,
+		MCPOptions: session.MCPOptions(cfg, redactor.Redact, sink), Redact: redactor.Redact})
+	return w, err
+}
+
+// planSandbox builds the provider and checks that the sandbox flags make sense for it,
+// then the spec, the setup script and the workspace sync.
+func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, withAgent bool, sink events.Sink) (providers.Capabilities, error) {
+	name := cfg.Sandbox.Provider
+	prov, err := a.providers.Build(cfg, name, a.getenv)
+	if err != nil {
+		return providers.Capabilities{}, err
+	}
+	opts.Provider = prov
+	if name == local.Name && withAgent && cfg.Approval.Mode == "yes" {
+		session.WarnLocalKeys(a.getenv, sink)
+	}
+	caps := providers.CapabilitiesOf(prov)
+	snapshot := cfg.Sandbox.Snapshot
+	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.DefaultSnapshot {
+		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
+	}
+	if snapshot != "" && !caps.Snapshot {
+		return caps, usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
+			name, cfg.Source("sandboxes.snapshot_name"))
+	}
+	if opts.AttachID != "" && !caps.Attach {
+		return caps, usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
+			name, cfg.Source("sandboxes.sandbox_id"))
+	}
+	opts.Spec = runner.NewSpec(opts.RunID, cfg.ProjectDir, snapshot, cfg.Providers[name].WorkingDir, cfg.Run.Timeout)
+	opts.Spec.Env = cfg.Sandbox.EnvFor(a.getenv)
+	if cfg.Sandbox.SetupScript != "" {
+		if opts.SetupScript, err = runner.LoadSetupScript(cfg.Sandbox.SetupScript); err != nil {
+			return caps, err
+		}
+	}
+	caches, cacheNotes, err := cache.Resolve(context.Background(), cfg.Sandbox.Caches, a.getenv)
+	if err != nil {
+		return caps, usagef("[sandboxes] caches (from %s): %v", cfg.Source("sandboxes.caches"), err)
+	}
+	opts.Spec.Caches = caches
+	if cfg.Sandbox.SyncWorkspace && caps.OwnFilesystem && opts.AttachID == "" {
+		opts.Sync = runner.WorkspaceSyncer(runner.SyncOptions{
+			Root: cfg.ProjectDir, Provider: name, CachesWanted: len(cfg.Sandbox.Caches) > 0, CacheNotes: cacheNotes,
+			Workspace: workspace.Options{Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize},
+		})
+	}
+	return caps, nil
+}
+
+// planReports creates the report directory (a failure is a usage error: nothing has been
+// provisioned yet) and picks the publishers for this environment.
+func (c *runCmd) planReports(opts *runner.Options) error {
+	if err := os.MkdirAll(opts.ReportDir, 0o755); err != nil {
+		return usagef("--report-dir %s: %v", opts.ReportDir, err)
+	}
+	c.report.Dir, c.report.ResultPath = opts.ReportDir, filepath.Join(opts.ReportDir, "result.json")
+	for _, p := range report.Detect(c.report) {
+		opts.Publishers = append(opts.Publishers, p)
+	}
+	return nil
+}
+
+// hostRecord is the host-side record of the workspace of a run with an agent: what the
+// agent changed, and the rubric's protected paths.
+func hostRecord(cfg *config.Config, reportDir string, rb *rubric.Rubric, caps providers.Capabilities) *changeset.Recorder {
+	// talkops' own files in the workspace are not the agent's changes: the report
+	// directory when it lies inside the project, and the setup script's directory.
+	skip := []string{".talkops/tmp"}
+	if rel, err := filepath.Rel(cfg.ProjectDir, reportDir); err == nil && filepath.IsLocal(rel) {
+		skip = append(skip, filepath.ToSlash(rel))
+	}
+	rec := &changeset.Recorder{Skip: func(p string) bool {
+		for _, s := range skip {
+			if p == s || strings.HasPrefix(p, s+"/") {
+				return true
+			}
+		}
+		return false
+	}}
+	if rb != nil {
+		rec.Protected = rb.IsProtected
+	}
+	// Exec output of the cloud providers arrives as JSON text, not bytes: their archive
+	// goes through a file and Download.
+	rec.ViaFile = !caps.BinaryOutput
+	return rec
+}
+
+// planCleanRoom picks how this provider makes a clean room for the checks after an agent.
+func planCleanRoom(cfg *config.Config, opts *runner.Options, caps providers.Capabilities) {
+	switch {
+	case opts.AttachID != "":
+		opts.NoCleanRoom = "the run attached to an existing sandbox (--sandbox-id), whose state a new sandbox cannot reproduce"
+	case cfg.Sandbox.Provider == local.Name:
+		opts.CleanRoom = runner.CleanRoomMaterialized
+	case caps.OwnFilesystem:
+		opts.CleanRoom = runner.CleanRoomProvisioned
+	default:
+		opts.NoCleanRoom = "the " + cfg.Sandbox.Provider + " provider cannot create a second sandbox"
+	}
+}
