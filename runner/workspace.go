@@ -2,7 +2,10 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -96,4 +99,22 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// runIDPattern is what a caller's run id may be: it names a report directory and labels
+// the sandbox at every provider, so it stays a plain path element and label value.
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// RunID returns id when it is a valid run id (a usage error otherwise), or a new one when
+// id is empty.
+func RunID(id string) (string, error) {
+	if id == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), nil
+	}
+	if !runIDPattern.MatchString(id) {
+		return "", Usagef("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	}
+	return id, nil
 }

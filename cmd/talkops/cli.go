@@ -175,37 +175,13 @@ func setFlags(kctx *kong.Context) map[string]*kong.Flag {
 	return set
 }
 
-// helpVars renders each config key's default, environment variables and config key for
-// the flags' help, so the help text cannot drift from the configuration table.
+// helpVars renders each config key's sources for the flags' help (${cfg_KEY}).
 func helpVars() kong.Vars {
 	vars := kong.Vars{"providers": strings.Join(builtin.Providers().Names(), ", ")}
 	for _, k := range config.Keys() {
-		var parts []string
-		if k.Default != "" {
-			parts = append(parts, "default "+k.Default)
-		}
-		if len(k.Env) > 0 {
-			parts = append(parts, "env "+strings.Join(k.Env, ", "))
-		}
-		if section, key := splitKey(k.Name); section != "" {
-			parts = append(parts, fmt.Sprintf("config [%s] %s", section, key))
-		} else {
-			parts = append(parts, "config "+key)
-		}
-		if k.Trust != config.Safe {
-			parts = append(parts, "trusted-only: not from the project's config")
-		}
-		vars["cfg_"+strings.NewReplacer(".", "_").Replace(k.Name)] = "(" + strings.Join(parts, "; ") + ")"
+		vars["cfg_"+strings.ReplaceAll(k.Name, ".", "_")] = k.Sources()
 	}
 	return vars
-}
-
-func splitKey(name string) (section, key string) {
-	i := strings.LastIndexByte(name, '.')
-	if i < 0 {
-		return "", name
-	}
-	return name[:i], name[i+1:]
 }
 
 type versionCmd struct{}

@@ -1,16 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/talkops/talkops/agent/model"
 	"github.com/talkops/talkops/agent/session"
 	"github.com/talkops/talkops/changeset"
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/internal/prompt"
 	"github.com/talkops/talkops/internal/version"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/cache"
@@ -60,7 +61,12 @@ func (c *runCmd) plan(a *app, cfg *config.Config, runID string, sink events.Sink
 	var host *changeset.Recorder
 	if w.session != nil {
 		opts.NewAgent = w.session.NewAgent
-		host = hostRecord(cfg, opts.ReportDir, w.rubric, caps)
+		// Exec output of the cloud providers arrives as JSON text, not bytes: their
+		// archive goes through a file and Download.
+		host = &changeset.Recorder{Skip: changeset.SkipUnder(cfg.ProjectDir, opts.ReportDir), ViaFile: !caps.BinaryOutput}
+		if w.rubric != nil {
+			host.Protected = w.rubric.IsProtected
+		}
 		opts.Workspace = host
 		planCleanRoom(cfg, &opts, caps)
 	}
@@ -103,17 +109,17 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, reportDir string, sink eve
 	if c.Prompt != "" && c.NonInteractive != "" {
 		return w, usagef("give the prompt once: -p/--prompt or -n")
 	}
-	prompt, err := resolvePrompt(promptInput{
-		flag: cmpOr(c.Prompt, c.NonInteractive), positional: c.Words, file: c.PromptFile,
-		readFile: readPromptFile, stdin: a.stdin,
+	text, err := prompt.Resolve(prompt.Input{
+		Flag: cmp.Or(c.Prompt, c.NonInteractive), Positional: c.Words, File: c.PromptFile,
+		ReadFile: prompt.ReadFile, Stdin: a.stdin,
 	})
 	if err != nil {
 		return w, err
 	}
-	if prompt == "" && c.Rubric == "" {
+	if text == "" && c.Rubric == "" {
 		return w, usagef("nothing to do: give a prompt (-p \"...\") for the agent, a rubric (--rubric) to check, or both")
 	}
-	w.prompt = prompt
+	w.prompt = text
 	servers, err := session.MCPServers(cfg, c.MCPConfig, a.getenv)
 	if err != nil {
 		return w, err
@@ -125,30 +131,30 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, reportDir string, sink eve
 
 	var agentModel model.Model
 	agentSpec := cfg.Model.Name
-	if prompt != "" {
+	if text != "" {
 		if agentModel, err = session.NewModel(agentSpec, cfg.Model.BaseURL, a.getenv); err != nil {
 			return w, err
 		}
 		agentSpec = session.ModelName(agentSpec, agentModel)
 	}
 	if c.Rubric != "" {
-		if w.rubric, err = rubric.Parse(rubricSpec(c.Rubric, a.workDir), cfg.ProjectDir); err != nil {
+		if w.rubric, err = rubric.Parse(rubric.ResolveSpec(c.Rubric, a.workDir), cfg.ProjectDir); err != nil {
 			return w, err
 		}
 		if len(w.rubric.Criteria) > 0 {
-			if w.judge, err = newJudge(cfg, w.rubric, agentModel, agentSpec, a.getenv, redactor.Redact, sink); err != nil {
+			if w.judge, err = gate.NewJudge(cfg, w.rubric, agentModel, agentSpec, a.getenv, redactor.Redact, sink); err != nil {
 				return w, err
 			}
 		}
 	}
-	if prompt == "" {
+	if text == "" {
 		return w, nil
 	}
 	agentOpts, err := session.AgentOptions(cfg, agentModel, agentSpec, reportDir, c.report.Secrets, redactor, sink)
 	if err != nil {
 		return w, err
 	}
-	w.session, err = session.New(session.Options{Prompt: prompt, Agent: agentOpts, MCP: servers,
+	w.session, err = session.New(session.Options{Prompt: text, Agent: agentOpts, MCP: servers,
 		MCPOptions: session.MCPOptions(cfg, redactor.Redact, sink), Redact: redactor.Redact})
 	return w, err
 }
@@ -210,32 +216,6 @@ func (c *runCmd) planReports(opts *runner.Options) error {
 		opts.Publishers = append(opts.Publishers, p)
 	}
 	return nil
-}
-
-// hostRecord is the host-side record of the workspace of a run with an agent: what the
-// agent changed, and the rubric's protected paths.
-func hostRecord(cfg *config.Config, reportDir string, rb *rubric.Rubric, caps providers.Capabilities) *changeset.Recorder {
-	// talkops' own files in the workspace are not the agent's changes: the report
-	// directory when it lies inside the project, and the setup script's directory.
-	skip := []string{".talkops/tmp"}
-	if rel, err := filepath.Rel(cfg.ProjectDir, reportDir); err == nil && filepath.IsLocal(rel) {
-		skip = append(skip, filepath.ToSlash(rel))
-	}
-	rec := &changeset.Recorder{Skip: func(p string) bool {
-		for _, s := range skip {
-			if p == s || strings.HasPrefix(p, s+"/") {
-				return true
-			}
-		}
-		return false
-	}}
-	if rb != nil {
-		rec.Protected = rb.IsProtected
-	}
-	// Exec output of the cloud providers arrives as JSON text, not bytes: their archive
-	// goes through a file and Download.
-	rec.ViaFile = !caps.BinaryOutput
-	return rec
 }
 
 // planCleanRoom picks how this provider makes a clean room for the checks after an agent.

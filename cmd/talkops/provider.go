@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/providers"
@@ -53,29 +52,7 @@ func (c *providerTestCmd) Run(ctx context.Context, a *app) error {
 	}
 	fmt.Fprintf(a.stdout, "Checking the %s provider against the sandbox contract (this creates and deletes sandboxes)\n", c.Name)
 	results := contract.Check(ctx, maker, c.Only...)
-	held, failed := 0, 0
-	for _, r := range results {
-		status := "PASS"
-		switch {
-		case !r.Passed:
-			status = "FAIL"
-			failed++
-		case r.Skipped:
-			status = "SKIP"
-		default:
-			held++
-		}
-		fmt.Fprintf(a.stdout, "%s  %-23s %s (%s)\n", status, r.Case.Name, r.Case.Guarantee, r.Duration.Round(10*time.Millisecond))
-		for _, m := range r.Messages {
-			fmt.Fprintf(a.stdout, "      %s\n", strings.ReplaceAll(m, "\n", "\n      "))
-		}
-	}
-	fmt.Fprintf(a.stdout, "%d of %d guarantees hold for %s", held, len(results), c.Name)
-	if skipped := len(results) - held - failed; skipped > 0 {
-		fmt.Fprintf(a.stdout, " (%d not applicable)", skipped)
-	}
-	fmt.Fprintln(a.stdout)
-	if failed > 0 {
+	if failed := contract.Report(a.stdout, c.Name, results); failed > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d contract checks failed for %s", failed, len(results), c.Name), reported: true}
 	}
 	return nil

@@ -2,25 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"regexp"
 	"strconv"
-	"time"
 
 	"github.com/alecthomas/kong"
-	"github.com/mattn/go-isatty"
-	"github.com/rs/zerolog"
 
 	"github.com/talkops/talkops/config"
-	"github.com/talkops/talkops/events"
 	"github.com/talkops/talkops/output"
 	"github.com/talkops/talkops/report"
-	"github.com/talkops/talkops/result"
 	"github.com/talkops/talkops/runner"
 )
 
@@ -115,33 +104,17 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
-	runID, err := c.runID()
+	runID, err := runner.RunID(c.RunID)
 	if err != nil {
 		return err
 	}
-	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
+	log := output.Logger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
 	secrets := append(report.SecretsFromEnv(a.getenv, cfg.Redact.Env...), cfg.Sandbox.PassedValues(a.getenv)...)
 	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets}
-
-	sinks := []events.Sink{}
-	format := cfg.Run.OutputFormat
-	inActions := a.getenv("GITHUB_ACTIONS") == "true"
-	switch {
-	case format == output.FormatStreamJSON:
-		sinks = append(sinks, output.JSONLines(a.stdout))
-	case inActions && format == output.FormatText && !c.Quiet:
-		// ::group:: per stage on stdout; it echoes command output inside the group.
-		sinks = append(sinks, report.Sink(c.report))
-	}
-	if !c.Quiet {
-		progress := output.Progress(a.stderr, isTerminal(a.stderr))
-		if inActions && format == output.FormatText {
-			progress = withoutOutputLines(progress)
-		}
-		sinks = append(sinks, progress)
-	}
-	sink := events.Multi(sinks...)
+	console := output.Console{Stdout: a.stdout, Stderr: a.stderr, Format: cfg.Run.OutputFormat, Quiet: c.Quiet,
+		Actions: a.getenv("GITHUB_ACTIONS") == "true", Groups: report.Sink(c.report)}
+	sink := console.Sink()
 
 	plan, err := c.plan(a, cfg, runID, sink)
 	if err != nil {
@@ -150,98 +123,13 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err := report.MaskSecrets(c.report); err != nil {
 		log.Warn().Err(err).Msg("could not mask secrets in the job log")
 	}
-	plan.Sink = sink
-	plan.Force = a.force
-
+	plan.Sink, plan.Force = sink, a.force
 	res := runner.Run(ctx, plan)
-
-	if inActions && format == output.FormatText {
-		// The answer and the reasons are untrusted text: GitHub must not run workflow
-		// commands hidden in them.
-		resume := stopCommands(a.stdout)
-		defer resume()
-	}
-	switch {
-	case c.Quiet:
-		fmt.Fprintln(a.stdout, quietLine(res))
-	case format == output.FormatJSON:
-		if err := output.JSON(a.stdout, res); err != nil {
-			return err
-		}
-	case format == output.FormatText:
-		output.Text(a.stdout, res)
+	if err := console.Print(res); err != nil {
+		return err
 	}
 	if res.ExitCode != 0 {
 		return &exitError{code: res.ExitCode, err: errors.New(res.Reason), reported: true}
 	}
 	return nil
-}
-
-// quietLine is what -q prints: the agent's final answer when there is one, else the
-// verdict line.
-func quietLine(r *result.Result) string {
-	if a := output.Answer(r); a != "" {
-		return a
-	}
-	return output.VerdictLine(r)
-}
-
-// stopCommands turns off GitHub's workflow-command processing on w until the returned
-// func is called.
-func stopCommands(w io.Writer) func() {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	token := "talkops-" + hex.EncodeToString(b[:])
-	fmt.Fprintf(w, "::stop-commands::%s\n", token)
-	return func() { fmt.Fprintf(w, "::%s::\n", token) }
-}
-
-// withoutOutputLines drops command output from a sink (another sink already shows it).
-func withoutOutputLines(s events.Sink) events.Sink {
-	return events.Func(func(e events.Event) {
-		if e.Type != events.Output {
-			s.Emit(e)
-		}
-	})
-}
-
-// runIDPattern is what --run-id accepts: the ID names a report directory and labels the
-// sandbox at every provider, so it stays a plain path element and label value.
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// runID is --run-id when given, else a new one.
-func (c *runCmd) runID() (string, error) {
-	if c.RunID == "" {
-		return newRunID(), nil
-	}
-	if !runIDPattern.MatchString(c.RunID) {
-		return "", usagef("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.RunID)
-	}
-	return c.RunID, nil
-}
-
-func newRunID() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-// newLogger writes zerolog to stderr: console lines on a terminal, JSON otherwise.
-func newLogger(w io.Writer, level string, quiet bool) zerolog.Logger {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" {
-		lvl = zerolog.InfoLevel
-	}
-	if quiet && lvl < zerolog.ErrorLevel {
-		lvl = zerolog.ErrorLevel
-	}
-	if isTerminal(w) {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
 }

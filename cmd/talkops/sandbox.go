@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -53,16 +52,7 @@ func (c *sandboxLsCmd) Run(ctx context.Context, a *app, listers reaper.ListerFun
 		return usageErr(fmt.Errorf("sandbox ls: %w", err))
 	}
 	defer func() { _ = reaper.CloseListers(ls) }() // only releases idle API connections once the work is done
-	entries, listErr := reaper.List(ctx, ls, c.stateDir(a), reaper.Options{RunID: c.RunID})
-	if c.JSON {
-		if entries == nil {
-			entries = []reaper.Entry{}
-		}
-		err = reaper.WriteJSON(a.stdout, entries)
-	} else {
-		err = reaper.WriteTable(a.stdout, entries, time.Now())
-	}
-	if err = errors.Join(listErr, err); err != nil {
+	if err := reaper.PrintList(ctx, a.stdout, ls, c.stateDir(a), c.JSON, reaper.Options{RunID: c.RunID}); err != nil {
 		return fmt.Errorf("sandbox ls: %w", err)
 	}
 	return nil
@@ -78,13 +68,7 @@ func (c *sandboxGcCmd) Run(ctx context.Context, a *app, listers reaper.ListerFun
 		return usageErr(fmt.Errorf("sandbox gc: %w", err))
 	}
 	defer func() { _ = reaper.CloseListers(ls) }() // only releases idle API connections once the work is done
-	rep, gcErr := reaper.GC(ctx, ls, c.stateDir(a), c.OlderThan, c.DryRun, reaper.Options{RunID: c.RunID})
-	if c.JSON {
-		err = reaper.WriteJSON(a.stdout, rep)
-	} else {
-		err = reaper.WriteReport(a.stdout, rep)
-	}
-	if err = errors.Join(gcErr, err); err != nil {
+	if err := reaper.PrintGC(ctx, a.stdout, ls, c.stateDir(a), c.OlderThan, c.DryRun, c.JSON, reaper.Options{RunID: c.RunID}); err != nil {
 		return fmt.Errorf("sandbox gc: %w", err)
 	}
 	return nil

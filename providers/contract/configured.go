@@ -2,7 +2,11 @@ package contract
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/talkops/talkops/providers"
 )
@@ -58,3 +62,31 @@ func (h *Configured) Alive(ctx context.Context) ([]string, bool) {
 
 // Close releases nothing: every sandbox is closed by its check.
 func (h *Configured) Close() {}
+
+// Report prints one line per result (PASS, FAIL or SKIP, the guarantee, the time, then
+// any messages) and a summary for provider name, and returns how many checks failed.
+func Report(w io.Writer, name string, results []Result) (failed int) {
+	held := 0
+	for _, r := range results {
+		status := "PASS"
+		switch {
+		case !r.Passed:
+			status = "FAIL"
+			failed++
+		case r.Skipped:
+			status = "SKIP"
+		default:
+			held++
+		}
+		fmt.Fprintf(w, "%s  %-23s %s (%s)\n", status, r.Case.Name, r.Case.Guarantee, r.Duration.Round(10*time.Millisecond))
+		for _, m := range r.Messages {
+			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(m, "\n", "\n      "))
+		}
+	}
+	fmt.Fprintf(w, "%d of %d guarantees hold for %s", held, len(results), name)
+	if skipped := len(results) - held - failed; skipped > 0 {
+		fmt.Fprintf(w, " (%d not applicable)", skipped)
+	}
+	fmt.Fprintln(w)
+	return failed
+}

@@ -1,10 +1,9 @@
-package main
+package gate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/talkops/talkops/agent/model"
@@ -16,11 +15,13 @@ import (
 	"github.com/talkops/talkops/runner"
 )
 
-// newJudge builds the judge for a rubric's criteria. Its model is --rubric-model (or
-// rubric.model), else the rubric's [judge] model, else the agent's model.
-func newJudge(cfg *config.Config, rb *rubric.Rubric, agentModel model.Model, agentSpec string,
+// NewJudge builds the judge for a rubric's criteria. Its model is --rubric-model (or
+// rubric.model), else the rubric's [judge] model, else the agent's model (agentModel, nil
+// without an agent), with a warning. Its votes are the user's, else the rubric's.
+// Mistakes are usage errors.
+func NewJudge(cfg *config.Config, rb *rubric.Rubric, agentModel model.Model, agentSpec string,
 	getenv func(string) string, redact func(string) string, sink events.Sink) (rubric.Judge, error) {
-	spec := cmpOr(cfg.Rubric.Model, rb.Judge.Model)
+	spec := cmp.Or(cfg.Rubric.Model, rb.Judge.Model)
 	m := agentModel
 	if spec != "" || m == nil {
 		var err error
@@ -39,35 +40,7 @@ func newJudge(cfg *config.Config, rb *rubric.Rubric, agentModel model.Model, age
 	}
 	j, err := judge.New(judge.Options{Model: m, ModelName: spec, Votes: votes, Redact: redact, Sink: sink})
 	if errors.Is(err, judge.ErrOptions) {
-		return nil, usageErr(err)
+		return nil, &runner.UsageError{Err: err}
 	}
 	return j, err
-}
-
-// cmpOr returns the first non-empty string.
-func cmpOr(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// rubricSpec resolves a relative rubric path against the working directory, so that
-// --rubric means the same file wherever the project root is.
-func rubricSpec(spec, workDir string) string {
-	resolve := func(p string) string {
-		if filepath.IsAbs(p) || strings.HasPrefix(p, "~/") {
-			return p
-		}
-		return filepath.Join(workDir, p)
-	}
-	switch {
-	case strings.HasPrefix(spec, "@"):
-		return "@" + resolve(spec[1:])
-	case strings.HasSuffix(spec, ".toml") && !strings.ContainsAny(spec, " \t\n"):
-		return resolve(spec)
-	}
-	return spec
 }
