@@ -711,3 +711,12 @@ func printable(s string) string {
 	}
 	return s
 }
+
+// ReportDir is where a run's result.json and reports go: run.report_dir as set, or one
+// directory per run under the default.
+func (c *Config) ReportDir(runID string) string {
+	if c.Source("run.report_dir") == "default" {
+		return filepath.Join(c.Run.ReportDir, runID)
+	}
+	return c.Run.ReportDir
+}

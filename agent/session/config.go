@@ -36,6 +36,18 @@ func ModelName(spec string, m model.Model) string {
 	return spec
 }
 
+// FromConfig builds the session of a run with a prompt: the agent's options from the
+// configuration, the MCP servers and their options. Every mistake is a usage error.
+func FromConfig(cfg *config.Config, prompt string, m model.Model, modelName, reportDir string, servers mcp.Config,
+	secrets []string, redactor agent.Redactor, sink events.Sink) (*Session, error) {
+	opts, err := AgentOptions(cfg, m, modelName, reportDir, secrets, redactor, sink)
+	if err != nil {
+		return nil, err
+	}
+	return New(Options{Prompt: prompt, Agent: opts, MCP: servers,
+		MCPOptions: MCPOptions(cfg, redactor.Redact, sink), Redact: redactor.Redact})
+}
+
 // AgentOptions builds the agent's options from the configuration (the sandbox comes
 // later). A default cost cap the model's unknown price cannot enforce is dropped with a
 // warning; a cap the user set on such a model is a usage error.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,10 +10,12 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/talkops/talkops/config"
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/internal/version"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/builtin"
 	"github.com/talkops/talkops/reaper"
+	"github.com/talkops/talkops/runner"
 )
 
 // cli is the kong grammar. Each command's Run calls into one package.
@@ -37,37 +38,6 @@ type app struct {
 	workDir        string
 	providers      builtin.Registry
 	force          <-chan struct{} // closed when the user insists (a second signal)
-}
-
-// exitError carries an exit code chosen by a command that already reported its outcome.
-type exitError struct {
-	code     int
-	err      error
-	reported bool // the message was already printed (as part of the run's output)
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-func (e *exitError) Unwrap() error { return e.err }
-
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return usageOr(err, 3)
-}
-
-func isReported(err error) bool {
-	var ee *exitError
-	return errors.As(err, &ee) && ee.reported
 }
 
 // kongExit is thrown by kong's Exit hook (after --help) and caught in run.
@@ -101,7 +71,7 @@ func (a *app) run(ctx context.Context, args []string) (err error) {
 			}
 			err = nil
 			if ke.code != 0 {
-				err = &exitError{code: 2, reported: true}
+				err = &exit.Error{Code: runner.ExitUsage, Reported: true}
 			}
 		}
 	}()
@@ -109,7 +79,7 @@ func (a *app) run(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		fmt.Fprintf(stderr, "talkops: %v\n", err)
 		fmt.Fprintln(stderr, "Run 'talkops --help' for usage.")
-		return &exitError{code: 2, err: err, reported: true}
+		return exit.Reported(runner.ExitUsage, err)
 	}
 	grammar.Run.flagsSet = setFlags(kctx)
 	return kctx.Run()
@@ -195,39 +165,25 @@ func (versionCmd) Run(a *app) error {
 type configCmd struct{}
 
 func (configCmd) Run(a *app) error {
-	cfg, err := a.loadConfig(config.Options{})
+	cfg, err := config.Load(a.configOptions(nil, nil))
 	if err != nil {
 		return err
 	}
 	return config.Print(a.stdout, cfg)
 }
 
-// configOptions fills in what the configuration takes from this process.
-func (a *app) configOptions(opts config.Options) config.Options {
-	opts.Getenv, opts.WorkDir, opts.HomeDir, opts.Providers = a.getenv, a.workDir, a.getenv("HOME"), a.providers.Names()
-	return opts
-}
-
-// loadConfig loads the configuration of this process, with its providers' names valid.
-func (a *app) loadConfig(opts config.Options) (*config.Config, error) {
-	return config.Load(a.configOptions(opts))
+// configOptions are the configuration's inputs from this process, with flags on top.
+func (a *app) configOptions(flags, flagNames map[string]string) config.Options {
+	return config.Options{Flags: flags, FlagNames: flagNames, Getenv: a.getenv, WorkDir: a.workDir,
+		HomeDir: a.getenv("HOME"), Providers: a.providers.Names()}
 }
 
 // listers builds the providers that can list what talkops created, for `talkops sandbox
 // ls|gc`: the named ones, or every one that can list.
 func (a *app) listers(ctx context.Context, names []string) (map[string]providers.Lister, error) {
-	cfg, err := a.loadConfig(config.Options{})
+	cfg, err := config.Load(a.configOptions(nil, nil))
 	if err != nil {
 		return nil, err
 	}
 	return a.providers.Listers(ctx, cfg, names, a.getenv)
-}
-
-// usageOr maps configuration and usage errors to exit 2, anything else to code.
-func usageOr(err error, code int) int {
-	var cerr *config.Error
-	if errors.As(err, &cerr) || isUsage(err) {
-		return 2
-	}
-	return code
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/providers/builtin"
 	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/runner"
@@ -44,8 +45,8 @@ func runProcess(registry builtin.Registry) int {
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, workDir: wd,
 		providers: registry, force: force}
 	err = a.run(ctx, os.Args[1:])
-	if err != nil && !isReported(err) {
+	if err != nil && !exit.IsReported(err) {
 		fmt.Fprintln(os.Stderr, "talkops:", err)
 	}
-	return exitCode(err)
+	return exit.Code(err)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/providers/builtin"
 	"github.com/talkops/talkops/providers/fake"
 	"github.com/talkops/talkops/result"
@@ -82,8 +83,8 @@ func runIn(t *testing.T, dir string, env map[string]string, args ...string) runO
 	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
 		getenv: getenv, workDir: dir, providers: testRegistry(getenv)}
 	err := a.run(context.Background(), args)
-	code := exitCode(err)
-	if err != nil && !isReported(err) {
+	code := exit.Code(err)
+	if err != nil && !exit.IsReported(err) {
 		stderr.WriteString("talkops: " + err.Error() + "\n")
 	}
 	return runOutcome{code: code, stdout: stdout.String(), stderr: stderr.String(), dir: dir}

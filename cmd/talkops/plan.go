@@ -14,6 +14,7 @@ import (
 	"github.com/talkops/talkops/internal/prompt"
 	"github.com/talkops/talkops/internal/version"
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/builtin"
 	"github.com/talkops/talkops/providers/cache"
 	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/providers/state"
@@ -35,7 +36,7 @@ func (c *runCmd) plan(a *app, cfg *config.Config, runID string, sink events.Sink
 		Version:       v.Version,
 		Commit:        v.Commit,
 		ProjectDir:    cfg.ProjectDir,
-		ReportDir:     reportDir(cfg, runID),
+		ReportDir:     cfg.ReportDir(runID),
 		ProviderName:  cfg.Sandbox.Provider,
 		AttachID:      cfg.Sandbox.ID,
 		Timeout:       cfg.Run.Timeout,
@@ -68,7 +69,7 @@ func (c *runCmd) plan(a *app, cfg *config.Config, runID string, sink events.Sink
 			host.Protected = w.rubric.IsProtected
 		}
 		opts.Workspace = host
-		planCleanRoom(cfg, &opts, caps)
+		opts.CleanRoom, opts.NoCleanRoom = runner.CleanRoomFor(cfg.Sandbox.Provider, opts.AttachID, cfg.Sandbox.Provider == local.Name, caps.OwnFilesystem)
 	}
 	if w.rubric != nil {
 		g := gate.Options{Rubric: w.rubric, Checker: rubric.Checker{Redact: w.redact}, Judge: w.judge,
@@ -82,15 +83,6 @@ func (c *runCmd) plan(a *app, cfg *config.Config, runID string, sink events.Sink
 		opts.Rubric = gate.New(g)
 	}
 	return opts, nil
-}
-
-// reportDir is where result.json and the reports go: --report-dir as given, or one
-// directory per run under the default.
-func reportDir(cfg *config.Config, runID string) string {
-	if cfg.Source("run.report_dir") == "default" {
-		return filepath.Join(cfg.Run.ReportDir, runID)
-	}
-	return cfg.Run.ReportDir
 }
 
 // work is what the run is for.
@@ -107,7 +99,7 @@ type work struct {
 func (c *runCmd) planWork(a *app, cfg *config.Config, reportDir string, sink events.Sink) (work, error) {
 	var w work
 	if c.Prompt != "" && c.NonInteractive != "" {
-		return w, usagef("give the prompt once: -p/--prompt or -n")
+		return w, runner.Usagef("give the prompt once: -p/--prompt or -n")
 	}
 	text, err := prompt.Resolve(prompt.Input{
 		Flag: cmp.Or(c.Prompt, c.NonInteractive), Positional: c.Words, File: c.PromptFile,
@@ -117,7 +109,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, reportDir string, sink eve
 		return w, err
 	}
 	if text == "" && c.Rubric == "" {
-		return w, usagef("nothing to do: give a prompt (-p \"...\") for the agent, a rubric (--rubric) to check, or both")
+		return w, runner.Usagef("nothing to do: give a prompt (-p \"...\") for the agent, a rubric (--rubric) to check, or both")
 	}
 	w.prompt = text
 	servers, err := session.MCPServers(cfg, c.MCPConfig, a.getenv)
@@ -150,12 +142,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, reportDir string, sink eve
 	if text == "" {
 		return w, nil
 	}
-	agentOpts, err := session.AgentOptions(cfg, agentModel, agentSpec, reportDir, c.report.Secrets, redactor, sink)
-	if err != nil {
-		return w, err
-	}
-	w.session, err = session.New(session.Options{Prompt: text, Agent: agentOpts, MCP: servers,
-		MCPOptions: session.MCPOptions(cfg, redactor.Redact, sink), Redact: redactor.Redact})
+	w.session, err = session.FromConfig(cfg, text, agentModel, agentSpec, reportDir, servers, c.report.Secrets, redactor, sink)
 	return w, err
 }
 
@@ -172,17 +159,9 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, w
 		session.WarnLocalKeys(a.getenv, sink)
 	}
 	caps := providers.CapabilitiesOf(prov)
-	snapshot := cfg.Sandbox.Snapshot
-	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.DefaultSnapshot {
-		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
-	}
-	if snapshot != "" && !caps.Snapshot {
-		return caps, usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
-			name, cfg.Source("sandboxes.snapshot_name"))
-	}
-	if opts.AttachID != "" && !caps.Attach {
-		return caps, usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
-			name, cfg.Source("sandboxes.sandbox_id"))
+	snapshot, err := builtin.Snapshot(cfg, caps)
+	if err != nil {
+		return caps, err
 	}
 	opts.Spec = runner.NewSpec(opts.RunID, cfg.ProjectDir, snapshot, cfg.Providers[name].WorkingDir, cfg.Run.Timeout)
 	opts.Spec.Env = cfg.Sandbox.EnvFor(a.getenv)
@@ -193,7 +172,7 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, w
 	}
 	caches, cacheNotes, err := cache.Resolve(context.Background(), cfg.Sandbox.Caches, a.getenv)
 	if err != nil {
-		return caps, usagef("[sandboxes] caches (from %s): %v", cfg.Source("sandboxes.caches"), err)
+		return caps, runner.Usagef("[sandboxes] caches (from %s): %v", cfg.Source("sandboxes.caches"), err)
 	}
 	opts.Spec.Caches = caches
 	if cfg.Sandbox.SyncWorkspace && caps.OwnFilesystem && opts.AttachID == "" {
@@ -209,25 +188,11 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, w
 // provisioned yet) and picks the publishers for this environment.
 func (c *runCmd) planReports(opts *runner.Options) error {
 	if err := os.MkdirAll(opts.ReportDir, 0o755); err != nil {
-		return usagef("--report-dir %s: %v", opts.ReportDir, err)
+		return runner.Usagef("--report-dir %s: %v", opts.ReportDir, err)
 	}
 	c.report.Dir, c.report.ResultPath = opts.ReportDir, filepath.Join(opts.ReportDir, "result.json")
 	for _, p := range report.Detect(c.report) {
 		opts.Publishers = append(opts.Publishers, p)
 	}
 	return nil
-}
-
-// planCleanRoom picks how this provider makes a clean room for the checks after an agent.
-func planCleanRoom(cfg *config.Config, opts *runner.Options, caps providers.Capabilities) {
-	switch {
-	case opts.AttachID != "":
-		opts.NoCleanRoom = "the run attached to an existing sandbox (--sandbox-id), whose state a new sandbox cannot reproduce"
-	case cfg.Sandbox.Provider == local.Name:
-		opts.CleanRoom = runner.CleanRoomMaterialized
-	case caps.OwnFilesystem:
-		opts.CleanRoom = runner.CleanRoomProvisioned
-	default:
-		opts.NoCleanRoom = "the " + cfg.Sandbox.Provider + " provider cannot create a second sandbox"
-	}
 }

@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/talkops/talkops/config"
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/contract"
+	"github.com/talkops/talkops/runner"
 )
 
 // ProviderCmd is `talkops provider test NAME`: check a provider against the sandbox
@@ -25,8 +26,8 @@ type providerTestCmd struct {
 // Run runs the checks one after the other and prints a line per guarantee.
 func (c *providerTestCmd) Run(ctx context.Context, a *app) error {
 	// The name is checked like --sandbox NAME, entry points included.
-	cfg, err := a.providers.LoadConfig(ctx, a.configOptions(config.Options{
-		Flags: map[string]string{"sandboxes.default": c.Name}, FlagNames: map[string]string{"sandboxes.default": "provider test NAME"}}))
+	cfg, err := a.providers.LoadConfig(ctx, a.configOptions(
+		map[string]string{"sandboxes.default": c.Name}, map[string]string{"sandboxes.default": "provider test NAME"}))
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func (c *providerTestCmd) Run(ctx context.Context, a *app) error {
 	}
 	for _, o := range c.Only {
 		if !slices.Contains(names, o) {
-			return usagef("--only: unknown check %q (valid: %s)", o, strings.Join(names, ", "))
+			return runner.Usagef("--only: unknown check %q (valid: %s)", o, strings.Join(names, ", "))
 		}
 	}
 	build := func() (providers.Provider, error) { return newProvider(cfg, a.getenv) }
@@ -53,7 +54,7 @@ func (c *providerTestCmd) Run(ctx context.Context, a *app) error {
 	fmt.Fprintf(a.stdout, "Checking the %s provider against the sandbox contract (this creates and deletes sandboxes)\n", c.Name)
 	results := contract.Check(ctx, maker, c.Only...)
 	if failed := contract.Report(a.stdout, c.Name, results); failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d contract checks failed for %s", failed, len(results), c.Name), reported: true}
+		return exit.Reported(1, fmt.Errorf("%d of %d contract checks failed for %s", failed, len(results), c.Name))
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/talkops/talkops/config"
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/output"
 	"github.com/talkops/talkops/report"
 	"github.com/talkops/talkops/runner"
@@ -77,7 +77,7 @@ func (c *runCmd) configFlags() (vals, names map[string]string, err error) {
 	}
 	switch {
 	case c.Yes && c.Smart:
-		return nil, nil, usagef("-y/--yes and --smart contradict each other: pick one approval mode")
+		return nil, nil, runner.Usagef("-y/--yes and --smart contradict each other: pick one approval mode")
 	case c.Yes:
 		vals["approval.mode"], names["approval.mode"] = "yes", "--yes"
 	case c.Smart:
@@ -85,7 +85,7 @@ func (c *runCmd) configFlags() (vals, names map[string]string, err error) {
 	}
 	if c.JSON {
 		if v, ok := vals["run.output_format"]; ok && v != output.FormatJSON {
-			return nil, nil, usagef("--json and --output-format %s contradict each other", v)
+			return nil, nil, runner.Usagef("--json and --output-format %s contradict each other", v)
 		}
 		vals["run.output_format"] = output.FormatJSON
 		names["run.output_format"] = "--json"
@@ -100,7 +100,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := a.providers.LoadConfig(ctx, a.configOptions(config.Options{Flags: flags, FlagNames: names}))
+	cfg, err := a.providers.LoadConfig(ctx, a.configOptions(flags, names))
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 		return err
 	}
 	if res.ExitCode != 0 {
-		return &exitError{code: res.ExitCode, err: errors.New(res.Reason), reported: true}
+		return exit.Reported(res.ExitCode, errors.New(res.Reason))
 	}
 	return nil
 }

@@ -258,3 +258,23 @@ func newModal(cfg *config.Config, getenv func(string) string) (providers.Provide
 	opts.WorkingDir = wd
 	return built(modal.New(opts, getenv))
 }
+
+// Snapshot checks the sandbox flags against what the configured provider can do, before
+// anything is provisioned, and returns the snapshot a new sandbox starts from ("": the
+// provider's default). The seeds' default snapshot name only applies to providers that
+// have one; a snapshot or an attach id the provider cannot honour is a usage error.
+func Snapshot(cfg *config.Config, caps providers.Capabilities) (string, error) {
+	name, snapshot := cfg.Sandbox.Provider, cfg.Sandbox.Snapshot
+	if cfg.Source("sandboxes.snapshot_name") == "default" && !caps.DefaultSnapshot {
+		snapshot = ""
+	}
+	if snapshot != "" && !caps.Snapshot {
+		return "", runner.Usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
+			name, cfg.Source("sandboxes.snapshot_name"))
+	}
+	if cfg.Sandbox.ID != "" && !caps.Attach {
+		return "", runner.Usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
+			name, cfg.Source("sandboxes.sandbox_id"))
+	}
+	return snapshot, nil
+}
