@@ -29,7 +29,7 @@ import (
 // plan validates the inputs and builds the runner's options, each part from the ones
 // before it. Everything here happens before provisioning, so every failure is a usage
 // error and nothing leaks.
-func (c *runCmd) plan(a *app, cfg *config.Config, runID string, sink events.Sink) (runner.Options, error) {
+func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID string, sink events.Sink) (runner.Options, error) {
 	v := version.Get()
 	opts := runner.Options{
 		RunID:         runID,
@@ -52,7 +52,7 @@ func (c *runCmd) plan(a *app, cfg *config.Config, runID string, sink events.Sink
 		return opts, err
 	}
 	opts.Prompt, opts.Redact = w.prompt, w.redact
-	caps, err := c.planSandbox(a, cfg, &opts, w.session != nil, sink)
+	caps, err := c.planSandbox(ctx, a, cfg, &opts, w.session != nil, sink)
 	if err != nil {
 		return opts, err
 	}
@@ -148,7 +148,7 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, reportDir string, sink eve
 
 // planSandbox builds the provider and checks that the sandbox flags make sense for it,
 // then the spec, the setup script and the workspace sync.
-func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, withAgent bool, sink events.Sink) (providers.Capabilities, error) {
+func (c *runCmd) planSandbox(ctx context.Context, a *app, cfg *config.Config, opts *runner.Options, withAgent bool, sink events.Sink) (providers.Capabilities, error) {
 	name := cfg.Sandbox.Provider
 	prov, err := a.providers.Build(cfg, name, a.getenv)
 	if err != nil {
@@ -170,7 +170,7 @@ func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, w
 			return caps, err
 		}
 	}
-	caches, cacheNotes, err := cache.Resolve(context.Background(), cfg.Sandbox.Caches, a.getenv)
+	caches, cacheNotes, err := cache.Resolve(ctx, cfg.Sandbox.Caches, a.getenv)
 	if err != nil {
 		return caps, runner.Usagef("[sandboxes] caches (from %s): %v", cfg.Source("sandboxes.caches"), err)
 	}

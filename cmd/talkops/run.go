@@ -116,7 +116,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 		Actions: a.getenv("GITHUB_ACTIONS") == "true", Groups: report.Sink(c.report)}
 	sink := console.Sink()
 
-	plan, err := c.plan(a, cfg, runID, sink)
+	plan, err := c.plan(ctx, a, cfg, runID, sink)
 	if err != nil {
 		return err
 	}
