@@ -16,16 +16,16 @@ import (
 )
 
 func main() {
-	// The CLI's only children are its sandbox provider's commands: orphans a local command
-	// detached are reparented here, where the sandbox's Close finds and kills them.
-	// Failing to is no reason to stop (the kernel may be too old).
-	_ = local.BecomeSubreaper()
 	os.Exit(runProcess(builtin.Providers().With(testProviders(os.Getenv))))
 }
 
 // runProcess runs the app on this process's arguments, I/O, environment, working
 // directory and signals, and returns the exit code.
 func runProcess(registry builtin.Registry) int {
+	// The CLI's only children are its sandbox provider's commands: orphans a local command
+	// detached are reparented here, where the sandbox's Close finds and kills them.
+	// Failing to is no reason to stop (the kernel may be too old).
+	_ = local.BecomeSubreaper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	force := make(chan struct{})
 	sigs := make(chan os.Signal, 2)

@@ -116,14 +116,16 @@ func (r Registry) Listers(ctx context.Context, cfg *config.Config, names []strin
 		if err != nil {
 			return nil, err
 		}
-		caps := providers.CapabilitiesOf(p)
-		if pr, ok := p.(providers.Prober); ok {
-			if caps, err = pr.Probe(ctx); err != nil {
+		l, ok := p.(providers.Lister)
+		if pr, isProber := p.(providers.Prober); ok && isProber {
+			// A plugin says whether it can list only once it runs.
+			caps, err := pr.Probe(ctx)
+			if err != nil {
 				return nil, err
 			}
+			ok = caps.List
 		}
-		l, ok := p.(providers.Lister)
-		if !ok || !caps.List {
+		if !ok {
 			if !all {
 				return nil, fmt.Errorf("the %s provider cannot list its sandboxes", name)
 			}
