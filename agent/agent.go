@@ -191,21 +191,12 @@ type Agent struct {
 
 // New checks the options and builds an Agent. Errors wrap ErrConfig.
 func New(opts Options) (*Agent, error) {
-	switch {
-	case opts.Model == nil:
-		return nil, fmt.Errorf("%w: no model", ErrConfig)
-	case opts.Sandbox == nil:
-		return nil, fmt.Errorf("%w: no sandbox", ErrConfig)
-	case opts.MaxTurns < 0:
-		return nil, fmt.Errorf("%w: max turns %d must be positive", ErrConfig, opts.MaxTurns)
-	case opts.MaxCostUSD < 0 || math.IsNaN(opts.MaxCostUSD) || math.IsInf(opts.MaxCostUSD, 0):
-		return nil, fmt.Errorf("%w: max cost %v must be a positive amount of US dollars", ErrConfig, opts.MaxCostUSD)
-	case opts.ToolTimeout < 0 || opts.FinalReserve < 0 || opts.MaxToolOutput < 0 || opts.MaxTokens < 0:
-		return nil, fmt.Errorf("%w: tool timeout, final reserve, max tool output and max tokens must not be negative", ErrConfig)
-	}
-	policy, err := opts.Approval.compile()
+	policy, err := opts.validate()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, err
+	}
+	if opts.Sandbox == nil {
+		return nil, fmt.Errorf("%w: no sandbox", ErrConfig)
 	}
 	if opts.MaxTurns == 0 {
 		opts.MaxTurns = DefaultMaxTurns
@@ -224,10 +215,6 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{opts: opts, policy: policy, seenFP: map[string]bool{}}
 	if p, ok := opts.Model.(model.Pricer); ok {
 		a.price, a.priced = p.Price()
-	}
-	if opts.MaxCostUSD > 0 && !a.priced {
-		return nil, fmt.Errorf("%w: a cost cap of $%.2f needs the price of %s, which is not known; add its price, or set agent.max_cost_usd = 0 to run without a cost cap",
-			ErrConfig, opts.MaxCostUSD, nameOr(opts.ModelName, "the model"))
 	}
 	secrets := append([]string(nil), opts.Secrets...)
 	if h, ok := opts.Model.(model.SecretHolder); ok {
@@ -254,6 +241,45 @@ func New(opts Options) (*Agent, error) {
 	}
 	a.system = systemPrompt(opts.Sandbox.WorkDir(), opts)
 	return a, nil
+}
+
+// Validate checks what can be checked before a sandbox exists: the model, the budgets,
+// the approval patterns and whether a cost cap can be enforced. New checks the same.
+func (opts Options) Validate() error {
+	_, err := opts.validate()
+	return err
+}
+
+func (opts Options) validate() (*compiled, error) {
+	switch {
+	case opts.Model == nil:
+		return nil, fmt.Errorf("%w: no model", ErrConfig)
+	case opts.MaxTurns < 0:
+		return nil, fmt.Errorf("%w: max turns %d must be positive", ErrConfig, opts.MaxTurns)
+	case opts.MaxCostUSD < 0 || math.IsNaN(opts.MaxCostUSD) || math.IsInf(opts.MaxCostUSD, 0):
+		return nil, fmt.Errorf("%w: max cost %v must be a positive amount of US dollars", ErrConfig, opts.MaxCostUSD)
+	case opts.ToolTimeout < 0 || opts.FinalReserve < 0 || opts.MaxToolOutput < 0 || opts.MaxTokens < 0:
+		return nil, fmt.Errorf("%w: tool timeout, final reserve, max tool output and max tokens must not be negative", ErrConfig)
+	}
+	policy, err := opts.Approval.compile()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if opts.MaxCostUSD > 0 {
+		known := false
+		if p, ok := opts.Model.(model.Pricer); ok {
+			_, known = p.Price()
+		}
+		if !known {
+			name := opts.ModelName
+			if s, isStringer := opts.Model.(fmt.Stringer); name == "" && isStringer {
+				name = s.String()
+			}
+			return nil, fmt.Errorf("%w: a cost cap of $%.2f needs the price of %s, which is not known; add its price, or set agent.max_cost_usd = 0 to run without a cost cap",
+				ErrConfig, opts.MaxCostUSD, nameOr(name, "the model"))
+		}
+	}
+	return policy, nil
 }
 
 func nameOr(s, def string) string {

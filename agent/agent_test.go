@@ -871,6 +871,20 @@ func TestNewErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Validate needs no sandbox: the CLI checks the options before provisioning one.
+	for name, o := range map[string]agent.Options{
+		"no model":             {},
+		"negative turns":       {Model: m, MaxTurns: -1},
+		"cost cap unpriceable": {Model: m, MaxCostUSD: 5},
+		"empty pattern":        {Model: m, Approval: agent.Approval{Mode: agent.ModeSmart, Deny: []string{" "}}},
+	} {
+		if err := o.Validate(); !errors.Is(err, agent.ErrConfig) {
+			t.Errorf("Validate %s: err = %v, want ErrConfig", name, err)
+		}
+	}
+	if err := (agent.Options{Model: m, MaxTurns: 3, Approval: agent.Approval{Mode: agent.ModeSmart, Deny: []string{"rm *"}}}).Validate(); err != nil {
+		t.Errorf("Validate of valid options without a sandbox: %v", err)
+	}
 	if _, err := a.Revise(t.Context(), "x"); err == nil {
 		t.Errorf("Revise before Run succeeded")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -210,4 +211,22 @@ func (s *Set) Record(pass, limit int) *result.ChangeSet {
 		cs.Paths = append(cs.Paths, pc)
 	}
 	return cs
+}
+
+// SkipUnder returns a Skip that leaves out talkops' own files in a run's workspace: the
+// scratch directory .talkops/tmp (where the setup script goes), and the report directory
+// when it lies inside the project.
+func SkipUnder(projectDir, reportDir string) func(p string) bool {
+	skip := []string{".talkops/tmp"}
+	if rel, err := filepath.Rel(projectDir, reportDir); err == nil && filepath.IsLocal(rel) {
+		skip = append(skip, filepath.ToSlash(rel))
+	}
+	return func(p string) bool {
+		for _, s := range skip {
+			if p == s || strings.HasPrefix(p, s+"/") {
+				return true
+			}
+		}
+		return false
+	}
 }

@@ -115,6 +115,38 @@ type Sandbox struct {
 	Caches []string
 }
 
+// EnvFor is what every sandbox command gets on top of the provider's base environment:
+// Env, then the host values of PassEnv (a variable unset on the host is left out); nil
+// when there is nothing.
+func (s Sandbox) EnvFor(getenv func(string) string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range s.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for _, k := range s.PassEnv {
+		if v := getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	if len(env) == 0 {
+		return nil
+	}
+	return env
+}
+
+// PassedValues are the host values PassEnv brings into the sandbox: they are masked like
+// secrets wherever talkops publishes text.
+func (s Sandbox) PassedValues(getenv func(string) string) []string {
+	var out []string
+	for _, k := range s.PassEnv {
+		if v := getenv(k); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Sync holds the [sandboxes.sync] settings.
 type Sync struct {
 	Include     []string
@@ -689,4 +721,13 @@ func printable(s string) string {
 		return strconv.Quote(s)
 	}
 	return s
+}
+
+// ReportDir is where a run's result.json and reports go: run.report_dir as set, or one
+// directory per run under the default.
+func (c *Config) ReportDir(runID string) string {
+	if !c.IsSet(KeyReportDir) {
+		return filepath.Join(c.Run.ReportDir, runID)
+	}
+	return c.Run.ReportDir
 }

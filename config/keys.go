@@ -841,3 +841,25 @@ func checkCaches(v any) error {
 	}
 	return nil
 }
+
+// Sources says where the key's value may come from, for help text: its default, its
+// environment variables, where it goes in a config file, and whether the project's file
+// may set it. The flags' help renders it, so help cannot drift from the table.
+func (k Key) Sources() string {
+	var parts []string
+	if k.Default != "" {
+		parts = append(parts, "default "+k.Default)
+	}
+	if len(k.Env) > 0 {
+		parts = append(parts, "env "+strings.Join(k.Env, ", "))
+	}
+	if i := strings.LastIndexByte(k.Name, '.'); i >= 0 {
+		parts = append(parts, fmt.Sprintf("config [%s] %s", k.Name[:i], k.Name[i+1:]))
+	} else {
+		parts = append(parts, "config "+k.Name)
+	}
+	if k.Trust != Safe {
+		parts = append(parts, "trusted-only: not from the project's config")
+	}
+	return "(" + strings.Join(parts, "; ") + ")"
+}

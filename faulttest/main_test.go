@@ -43,7 +43,8 @@ func TestMain(m *testing.M) {
 }
 
 // talkopsBin builds the real talkops binary once per test process (the same `go build`
-// a user runs) and returns its path.
+// a user runs, plus the talkops_testprovider tag, which adds the fake provider) and
+// returns its path.
 func talkopsBin(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -52,19 +53,25 @@ func talkopsBin(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(buildDir, "talkops")
-		// The flags of `make build` (without the version stamp), so sizes and memory
-		// figures are the release binary's.
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", buildPath, "github.com/talkops/talkops/cmd/talkops")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/talkops: %w\n%s", err, out)
-		}
+		buildErr = buildTalkops(buildPath, "-tags", "talkops_testprovider")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return buildPath
+}
+
+// buildTalkops builds ./cmd/talkops to path with the flags of `make build` (without the
+// version stamp), so sizes and memory figures are the release binary's; extra are more
+// go build flags.
+func buildTalkops(path string, extra ...string) error {
+	args := append([]string{"build", "-trimpath", "-ldflags", "-s -w"}, extra...)
+	cmd := exec.Command("go", append(args, "-o", path, "github.com/talkops/talkops/cmd/talkops")...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/talkops: %w\n%s", err, out)
+	}
+	return nil
 }
 
 func newMarker() string {

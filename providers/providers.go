@@ -59,6 +59,40 @@ type Provider interface {
 	Attach(ctx context.Context, id string) (Sandbox, error)
 }
 
+// Capabilities are what a provider can do beyond creating a sandbox, so that flags it
+// cannot honour are rejected before anything is provisioned.
+type Capabilities struct {
+	Attach          bool // connects to a running sandbox by id (--sandbox-id)
+	Snapshot        bool // creates from a named snapshot, blueprint or image (--sandbox-snapshot-name)
+	DefaultSnapshot bool // the seeds' default snapshot name means something to it
+	OwnFilesystem   bool // its sandboxes have their own file system: the workspace is synced in
+	List            bool // lists the sandboxes it created (providers.Lister), for sandbox ls and gc
+	TTL             bool // gives a sandbox a server-side lifetime from Spec.TTL
+	// BinaryOutput: Exec returns stdout byte for byte. Without it (output arrives as JSON
+	// text) an archive of the workspace comes back through a file and Download.
+	BinaryOutput bool
+}
+
+// Capable is a provider that states its capabilities. A provider that does not states
+// none: it can only create sandboxes that share the host's file system.
+type Capable interface {
+	Capabilities() Capabilities
+}
+
+// CapabilitiesOf returns what p can do.
+func CapabilitiesOf(p Provider) Capabilities {
+	if c, ok := p.(Capable); ok {
+		return c.Capabilities()
+	}
+	return Capabilities{}
+}
+
+// Prober is a provider that learns what it can do only once it runs (a plugin answers
+// in its handshake). Capabilities then says what it may be able to do; Probe what it can.
+type Prober interface {
+	Probe(ctx context.Context) (Capabilities, error)
+}
+
 // Spec describes the sandbox the runner wants. Provider-specific settings (image, limits,
 // endpoints) are given to the provider's constructor, not here.
 type Spec struct {

@@ -202,6 +202,24 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 const idRule = `1-64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit`
 
+// ResolveSpec resolves a relative rubric path against the working directory, so that
+// --rubric means the same file wherever the project root is.
+func ResolveSpec(spec, workDir string) string {
+	resolve := func(p string) string {
+		if filepath.IsAbs(p) || strings.HasPrefix(p, "~/") {
+			return p
+		}
+		return filepath.Join(workDir, p)
+	}
+	switch {
+	case strings.HasPrefix(spec, "@"):
+		return "@" + resolve(spec[1:])
+	case strings.HasSuffix(spec, ".toml") && !strings.ContainsAny(spec, " \t\n"):
+		return resolve(spec)
+	}
+	return spec
+}
+
 // Parse resolves a --rubric argument:
 //
 //   - "@path": the file's content; a path ending in .toml is a TOML rubric, anything else

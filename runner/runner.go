@@ -69,8 +69,9 @@ type Rubric interface {
 type EvalInput struct {
 	Iteration int
 	Prompt    string
-	Agent     *AgentOutcome // nil in a checks-only run
-	Sink      events.Sink
+	// Sync is what the workspace sync sent and left out; nil when nothing was synced.
+	Sync *result.Sync
+	Sink events.Sink
 }
 
 // Evaluation is one rubric iteration's outcome.
@@ -327,7 +328,7 @@ func (r *run) stages(ctx context.Context) {
 		eval := func(ctx context.Context, sb providers.Sandbox) error {
 			var err error
 			ev, err = r.opts.Rubric.Evaluate(ctx, sb, EvalInput{
-				Iteration: n, Prompt: r.opts.Prompt, Agent: outcome, Sink: r.opts.Sink,
+				Iteration: n, Prompt: r.opts.Prompt, Sync: r.res.Sync, Sink: r.opts.Sink,
 			})
 			if err != nil {
 				return err

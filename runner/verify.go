@@ -229,3 +229,19 @@ func cmpOr(a, b string) string {
 	}
 	return b
 }
+
+// CleanRoomFor is how provider makes a clean room for the checks after an agent (the
+// Options' CleanRoom), or why it cannot (NoCleanRoom). On the host's own file system
+// (onHost) the clean room is materialized from the change set; a provider whose
+// sandboxes have their own file system provisions a second sandbox.
+func CleanRoomFor(provider, attachID string, onHost, ownFilesystem bool) (mode, reason string) {
+	switch {
+	case attachID != "":
+		return "", "the run attached to an existing sandbox (--sandbox-id), whose state a new sandbox cannot reproduce"
+	case onHost:
+		return CleanRoomMaterialized, ""
+	case ownFilesystem:
+		return CleanRoomProvisioned, ""
+	}
+	return "", "the " + provider + " provider cannot create a second sandbox"
+}

@@ -2,19 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/talkops/talkops/config"
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/internal/version"
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/builtin"
 	"github.com/talkops/talkops/reaper"
+	"github.com/talkops/talkops/runner"
 )
 
 // cli is the kong grammar. Each command's Run calls into one package.
@@ -27,61 +28,24 @@ type cli struct {
 	Version  versionCmd  `cmd:"" help:"Print the version and commit."`
 }
 
-// app carries the process's I/O so tests can drive run() without a subprocess.
+// app is everything the program takes from its process: I/O, environment, working
+// directory, the providers it may build, and the channel a second signal closes. main
+// fills it from the process; tests fill it themselves and call the same run.
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	workDir        string
-}
-
-// exitError carries an exit code chosen by a command that already reported its outcome.
-type exitError struct {
-	code     int
-	err      error
-	reported bool // the message was already printed (as part of the run's output)
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-func (e *exitError) Unwrap() error { return e.err }
-
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return usageOr(err, 3)
-}
-
-func isReported(err error) bool {
-	var ee *exitError
-	return errors.As(err, &ee) && ee.reported
+	providers      builtin.Registry
+	force          <-chan struct{} // closed when the user insists (a second signal)
 }
 
 // kongExit is thrown by kong's Exit hook (after --help) and caught in run.
 type kongExit struct{ code int }
 
-// run is the whole program behind main: parse args, run the command, return an error
+// run is the whole program: it parses args and runs the command, and returns an error
 // whose exit code main uses.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
-	wd, werr := os.Getwd()
-	if werr != nil {
-		return fmt.Errorf("working directory: %w", werr)
-	}
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, workDir: wd}
-	return a.main(ctx, args)
-}
-
-// main parses args and runs the command.
-func (a *app) main(ctx context.Context, args []string) (err error) {
+func (a *app) run(ctx context.Context, args []string) (err error) {
 	stdout, stderr := a.stdout, a.stderr
 	var grammar cli
 	parser, err := kong.New(&grammar,
@@ -107,15 +71,15 @@ func (a *app) main(ctx context.Context, args []string) (err error) {
 			}
 			err = nil
 			if ke.code != 0 {
-				err = &exitError{code: 2, reported: true}
+				err = &exit.Error{Code: runner.ExitUsage, Reported: true}
 			}
 		}
 	}()
-	kctx, err := parser.Parse(normalizeArgs(args, config.PluginNames(a.getenv("HOME"))...))
+	kctx, err := parser.Parse(normalizeArgs(args, append(a.providers.Names(), config.PluginNames(a.getenv("HOME"))...)))
 	if err != nil {
 		fmt.Fprintf(stderr, "talkops: %v\n", err)
 		fmt.Fprintln(stderr, "Run 'talkops --help' for usage.")
-		return &exitError{code: 2, err: err, reported: true}
+		return exit.Reported(runner.ExitUsage, err)
 	}
 	grammar.Run.flagsSet = setFlags(kctx)
 	return kctx.Run()
@@ -127,7 +91,7 @@ const sandboxBare = "\x00default"
 // normalizeArgs gives --sandbox its optional value: `--sandbox` alone, or followed by a
 // flag or a word that is not a provider name, means the configured default; TalkOps's
 // flag swallowed the next word (a prompt) instead.
-func normalizeArgs(args []string, plugins ...string) []string {
+func normalizeArgs(args []string, providerNames []string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
@@ -139,8 +103,7 @@ func normalizeArgs(args []string, plugins ...string) []string {
 			out = append(out, arg)
 			continue
 		}
-		if i+1 < len(args) && (isProviderName(args[i+1]) || slices.Contains(plugins, args[i+1]) ||
-			config.Suggest(args[i+1], append(providerNames(), plugins...)) != "") {
+		if i+1 < len(args) && (slices.Contains(providerNames, args[i+1]) || config.Suggest(args[i+1], providerNames) != "") {
 			// A provider name, or a typo of one ("dokcer"): the value, which config
 			// then rejects with a did-you-mean instead of running the default provider
 			// on a one-word prompt.
@@ -151,11 +114,6 @@ func normalizeArgs(args []string, plugins ...string) []string {
 		out = append(out, "--sandbox="+sandboxBare)
 	}
 	return out
-}
-
-func isProviderName(s string) bool {
-	_, ok := providerMakers[s]
-	return ok
 }
 
 // helpWithRunFlags is kong's help, and at the top level also the run command's: run is
@@ -187,49 +145,13 @@ func setFlags(kctx *kong.Context) map[string]*kong.Flag {
 	return set
 }
 
-// helpVars renders each config key's default, environment variables and config key for
-// the flags' help, so the help text cannot drift from the configuration table.
+// helpVars renders each config key's sources for the flags' help (${cfg_KEY}).
 func helpVars() kong.Vars {
-	vars := kong.Vars{"providers": strings.Join(providerNames(), ", ")}
+	vars := kong.Vars{"providers": strings.Join(builtin.Providers().Names(), ", ")}
 	for _, k := range config.Keys() {
-		var parts []string
-		if k.Default != "" {
-			parts = append(parts, "default "+k.Default)
-		}
-		if len(k.Env) > 0 {
-			parts = append(parts, "env "+strings.Join(k.Env, ", "))
-		}
-		if section, key := splitKey(k.Name); section != "" {
-			parts = append(parts, fmt.Sprintf("config [%s] %s", section, key))
-		} else {
-			parts = append(parts, "config "+key)
-		}
-		if k.Trust != config.Safe {
-			parts = append(parts, "trusted-only: not from the project's config")
-		}
-		vars["cfg_"+strings.NewReplacer(".", "_").Replace(k.Name)] = "(" + strings.Join(parts, "; ") + ")"
+		vars["cfg_"+strings.ReplaceAll(k.Name, ".", "_")] = k.Sources()
 	}
 	return vars
-}
-
-func splitKey(name string) (section, key string) {
-	i := strings.LastIndexByte(name, '.')
-	if i < 0 {
-		return "", name
-	}
-	return name[:i], name[i+1:]
-}
-
-func providerNames() []string {
-	names := make([]string, 0, len(providerMakers))
-	for n := range providerMakers {
-		if n == fakeProviderName {
-			continue
-		}
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 type versionCmd struct{}
@@ -243,18 +165,25 @@ func (versionCmd) Run(a *app) error {
 type configCmd struct{}
 
 func (configCmd) Run(a *app) error {
-	cfg, err := config.Load(config.Options{Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv)})
+	cfg, err := config.Load(a.configOptions(nil, nil))
 	if err != nil {
 		return err
 	}
 	return config.Print(a.stdout, cfg)
 }
 
-// usageOr maps configuration and usage errors to exit 2, anything else to code.
-func usageOr(err error, code int) int {
-	var cerr *config.Error
-	if errors.As(err, &cerr) || isUsage(err) {
-		return 2
+// configOptions are the configuration's inputs from this process, with flags on top.
+func (a *app) configOptions(flags, flagNames map[string]string) config.Options {
+	return config.Options{Flags: flags, FlagNames: flagNames, Getenv: a.getenv, WorkDir: a.workDir,
+		HomeDir: a.getenv("HOME"), Providers: a.providers.Names()}
+}
+
+// listers builds the providers that can list what talkops created, for `talkops sandbox
+// ls|gc`: the named ones, or every one that can list.
+func (a *app) listers(ctx context.Context, names []string) (map[string]providers.Lister, error) {
+	cfg, err := config.Load(a.configOptions(nil, nil))
+	if err != nil {
+		return nil, err
 	}
-	return code
+	return a.providers.Listers(ctx, cfg, names, a.getenv)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestCloudProvidersThroughCLI(t *testing.T) {
 		t.Run(tc.provider, func(t *testing.T) {
 			t.Parallel()
 			svc := tc.start(t)
-			urlKey := cmpOr(svc.urlKey, "api_url")
+			urlKey := cmp.Or(svc.urlKey, "api_url")
 			cfg := fmt.Sprintf("[sandboxes.providers.%s]\n%s = %q\nworking_dir = %q\n", tc.provider, urlKey, svc.url, t.TempDir())
 			dir := project(t, map[string]string{"r.toml": rubric, "README.md": "hi", ".env": "SECRET=1",
 				".talkops/config.toml": cfg})

@@ -9,11 +9,19 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/talkops/talkops/internal/exit"
+	"github.com/talkops/talkops/providers/builtin"
 	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/runner"
 )
 
 func main() {
+	os.Exit(runProcess(builtin.Providers().With(testProviders(os.Getenv))))
+}
+
+// runProcess runs the app on this process's arguments, I/O, environment, working
+// directory and signals, and returns the exit code.
+func runProcess(registry builtin.Registry) int {
 	// The CLI's only children are its sandbox provider's commands: orphans a local command
 	// detached are reparented here, where the sandbox's Close finds and kills them.
 	// Failing to is no reason to stop (the kernel may be too old).
@@ -29,10 +37,16 @@ func main() {
 		<-sigs
 		close(force)
 	}()
-	err := run(withForce(ctx, force), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
-	code := exitCode(err)
-	if err != nil && !isReported(err) {
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "talkops: working directory:", err)
+		return 3
+	}
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, workDir: wd,
+		providers: registry, force: force}
+	err = a.run(ctx, os.Args[1:])
+	if err != nil && !exit.IsReported(err) {
 		fmt.Fprintln(os.Stderr, "talkops:", err)
 	}
-	os.Exit(code)
+	return exit.Code(err)
 }

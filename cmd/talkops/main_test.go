@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/talkops/talkops/internal/exit"
+	"github.com/talkops/talkops/providers/builtin"
+	"github.com/talkops/talkops/providers/fake"
 	"github.com/talkops/talkops/result"
 )
 
@@ -17,10 +20,15 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("TALKOPS_TEST_BE_MAIN") == "1" {
 		os.Args = append([]string{"talkops"}, os.Args[1:]...)
-		main()
-		return
+		os.Exit(runProcess(testRegistry(os.Getenv)))
 	}
 	os.Exit(m.Run())
+}
+
+// testRegistry is what a test build of the binary offers: the release providers, and the
+// fake when getenv enables it (fake.EnvEnable).
+func testRegistry(getenv func(string) string) builtin.Registry {
+	return builtin.Providers().With(fake.CLIProviders(getenv))
 }
 
 // project makes a project directory (a git root) with the given files and returns it.
@@ -71,11 +79,12 @@ type runOutcome struct {
 func runIn(t *testing.T, dir string, env map[string]string, args ...string) runOutcome {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
+	getenv := func(k string) string { return env[k] }
 	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
-		getenv: func(k string) string { return env[k] }, workDir: dir}
-	err := a.main(context.Background(), args)
-	code := exitCode(err)
-	if err != nil && !isReported(err) {
+		getenv: getenv, workDir: dir, providers: testRegistry(getenv)}
+	err := a.run(context.Background(), args)
+	code := exit.Code(err)
+	if err != nil && !exit.IsReported(err) {
 		stderr.WriteString("talkops: " + err.Error() + "\n")
 	}
 	return runOutcome{code: code, stdout: stdout.String(), stderr: stderr.String(), dir: dir}
@@ -302,7 +311,7 @@ func TestBareSandboxFlag(t *testing.T) {
 		{[]string{"--", "--sandbox"}, []string{"--", "--sandbox"}},
 	}
 	for _, tc := range tests {
-		if got := normalizeArgs(tc.args); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+		if got := normalizeArgs(tc.args, builtin.Providers().Names()); strings.Join(got, " ") != strings.Join(tc.want, " ") {
 			t.Errorf("normalizeArgs(%q) = %q, want %q", tc.args, got, tc.want)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -302,7 +303,7 @@ func TestMCPApproval(t *testing.T) {
 			dir := project(t, map[string]string{"marker.txt": "m\n"})
 			buildMCPServer(t, dir)
 			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey, "MCP_TEST_ENV_TOKEN": mcpEnvToken})
-			sandboxArgs := mcpSandboxArgs(t, cmpOr(tc.provider, "local"), env)
+			sandboxArgs := mcpSandboxArgs(t, cmp.Or(tc.provider, "local"), env)
 			writeUserConfig(t, env, tc.config+"[sandboxes.sync]\nmax_file_size = \"64MiB\"\n")
 			tag := randomTag(t)
 			args := append([]string{"-p", "echo", "--model", "anthropic:claude-test", "--base-url", srv.URL,

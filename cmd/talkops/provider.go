@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/talkops/talkops/config"
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/contract"
+	"github.com/talkops/talkops/runner"
 )
 
 // ProviderCmd is `talkops provider test NAME`: check a provider against the sandbox
@@ -27,12 +26,12 @@ type providerTestCmd struct {
 // Run runs the checks one after the other and prints a line per guarantee.
 func (c *providerTestCmd) Run(ctx context.Context, a *app) error {
 	// The name is checked like --sandbox NAME, entry points included.
-	cfg, err := loadConfig(ctx, a, config.Options{Flags: map[string]string{"sandboxes.default": c.Name}, FlagNames: map[string]string{"sandboxes.default": "provider test NAME"},
-		Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv)})
+	cfg, err := a.providers.LoadConfig(ctx, a.configOptions(
+		map[string]string{"sandboxes.default": c.Name}, map[string]string{"sandboxes.default": "provider test NAME"}))
 	if err != nil {
 		return err
 	}
-	newProvider, err := lookupProvider(cfg, c.Name, a.getenv)
+	newProvider, err := a.providers.Lookup(cfg, c.Name)
 	if err != nil {
 		return err
 	}
@@ -42,90 +41,20 @@ func (c *providerTestCmd) Run(ctx context.Context, a *app) error {
 	}
 	for _, o := range c.Only {
 		if !slices.Contains(names, o) {
-			return usagef("--only: unknown check %q (valid: %s)", o, strings.Join(names, ", "))
+			return runner.Usagef("--only: unknown check %q (valid: %s)", o, strings.Join(names, ", "))
 		}
 	}
-	if _, _, err := newProvider(cfg, a.getenv); err != nil {
+	build := func() (providers.Provider, error) { return newProvider(cfg, a.getenv) }
+	if _, err := build(); err != nil {
 		return err // a configuration mistake, before any check runs
 	}
-	maker := func(ctx context.Context, t contract.T) (contract.Harness, error) {
-		return &cliHarness{cfg: cfg, name: c.Name, newProvider: newProvider, getenv: a.getenv}, nil
+	maker := func(context.Context, contract.T) (contract.Harness, error) {
+		return &contract.Configured{Name: c.Name, WorkingDir: cfg.Providers[c.Name].WorkingDir, New: build}, nil
 	}
 	fmt.Fprintf(a.stdout, "Checking the %s provider against the sandbox contract (this creates and deletes sandboxes)\n", c.Name)
 	results := contract.Check(ctx, maker, c.Only...)
-	held, failed := 0, 0
-	for _, r := range results {
-		status := "PASS"
-		switch {
-		case !r.Passed:
-			status = "FAIL"
-			failed++
-		case r.Skipped:
-			status = "SKIP"
-		default:
-			held++
-		}
-		fmt.Fprintf(a.stdout, "%s  %-23s %s (%s)\n", status, r.Case.Name, r.Case.Guarantee, r.Duration.Round(10*time.Millisecond))
-		for _, m := range r.Messages {
-			fmt.Fprintf(a.stdout, "      %s\n", strings.ReplaceAll(m, "\n", "\n      "))
-		}
-	}
-	fmt.Fprintf(a.stdout, "%d of %d guarantees hold for %s", held, len(results), c.Name)
-	if skipped := len(results) - held - failed; skipped > 0 {
-		fmt.Fprintf(a.stdout, " (%d not applicable)", skipped)
-	}
-	fmt.Fprintln(a.stdout)
-	if failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d contract checks failed for %s", failed, len(results), c.Name), reported: true}
+	if failed := contract.Report(a.stdout, c.Name, results); failed > 0 {
+		return exit.Reported(1, fmt.Errorf("%d of %d contract checks failed for %s", failed, len(results), c.Name))
 	}
 	return nil
 }
-
-// cliHarness builds the configured provider for each check; sandboxes get a scratch
-// project directory (the local provider runs in it), never the user's project.
-type cliHarness struct {
-	cfg         *config.Config
-	name        string
-	newProvider providerMaker
-	getenv      func(string) string
-}
-
-func (h *cliHarness) NewProvider(_ context.Context, t contract.T) providers.Provider {
-	p, _, err := h.newProvider(h.cfg, h.getenv)
-	if err != nil {
-		t.Fatalf("build the %s provider: %v", h.name, err)
-	}
-	return p
-}
-
-func (h *cliHarness) Spec(t contract.T) providers.Spec {
-	dir, err := os.MkdirTemp("", "talkops-provider-test-")
-	if err != nil {
-		t.Fatalf("scratch project: %v", err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return providers.Spec{ProjectDir: dir, WorkDir: workingDir(h.cfg, h.name)}
-}
-
-// Alive lists what the provider reports, when it can list.
-func (h *cliHarness) Alive(ctx context.Context) ([]string, bool) {
-	p, _, err := h.newProvider(h.cfg, h.getenv)
-	if err != nil {
-		return nil, false
-	}
-	l, ok := p.(providers.Lister)
-	if !ok {
-		return nil, false
-	}
-	infos, err := l.List(ctx)
-	if err != nil {
-		return nil, false
-	}
-	ids := make([]string, 0, len(infos))
-	for _, i := range infos {
-		ids = append(ids, i.ID)
-	}
-	return ids, true
-}
-
-func (h *cliHarness) Close() {}

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/report"
 	"github.com/talkops/talkops/report/hygiene"
 	"github.com/talkops/talkops/report/render"
 	"github.com/talkops/talkops/result"
+	"github.com/talkops/talkops/runner"
 )
 
 // ReportCmd is `talkops report --from result.json`: publish a finished run — derived
@@ -29,16 +31,10 @@ type ReportCmd struct {
 
 // Run reads, validates and publishes result.json.
 func (c *ReportCmd) Run(ctx context.Context, a *app) error {
-	from := c.From
-	if !filepath.IsAbs(from) {
-		from = filepath.Join(a.workDir, from)
-	}
-	dir := c.ReportDir
-	switch {
-	case dir == "":
-		dir = filepath.Dir(from)
-	case !filepath.IsAbs(dir):
-		dir = filepath.Join(a.workDir, dir)
+	from := absIn(a.workDir, c.From)
+	dir := filepath.Dir(from)
+	if c.ReportDir != "" {
+		dir = absIn(a.workDir, c.ReportDir)
 	}
 	opts := report.Options{
 		Dir:             dir,
@@ -55,7 +51,7 @@ func (c *ReportCmd) Run(ctx context.Context, a *app) error {
 	r, err := report.PublishFrom(ctx, from, opts)
 	if r == nil {
 		if errors.Is(err, result.ErrInvalid) || errors.Is(err, fs.ErrNotExist) {
-			return usageErr(fmt.Errorf("--from %s: %w", c.From, err))
+			return runner.Usagef("--from %s: %w", c.From, err)
 		}
 		return err
 	}
@@ -65,7 +61,15 @@ func (c *ReportCmd) Run(ctx context.Context, a *app) error {
 		return fmt.Errorf("publish %s: %w", c.From, err)
 	}
 	if c.ExitCode && r.ExitCode != 0 {
-		return &exitError{code: r.ExitCode, err: errors.New(r.Verdict), reported: true}
+		return exit.Reported(r.ExitCode, errors.New(r.Verdict))
 	}
 	return nil
+}
+
+// absIn resolves a relative path against dir.
+func absIn(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/report"
 	"github.com/talkops/talkops/result"
 )
@@ -20,7 +21,8 @@ import (
 func runReport(t *testing.T, dir string, env map[string]string, args ...string) (string, string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return env[k] }, workDir: dir}
+	getenv := func(k string) string { return env[k] }
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: getenv, workDir: dir, providers: testRegistry(getenv)}
 	var grammar struct {
 		Report ReportCmd `cmd:""`
 	}
@@ -78,7 +80,7 @@ func TestReportFromExitCode(t *testing.T) {
 	dir := t.TempDir()
 	writeResult(t, dir)
 	_, _, err := runReport(t, dir, nil, "--from", "result.json", "--exit-code")
-	if got := exitCode(err); got != 1 {
+	if got := exit.Code(err); got != 1 {
 		t.Errorf("report --exit-code on a failed run: exit %d (%v), want 1", got, err)
 	}
 }
@@ -92,7 +94,7 @@ func TestReportFromInvalid(t *testing.T) {
 	}
 	for _, from := range []string{"result.json", "missing.json"} {
 		_, _, err := runReport(t, dir, nil, "--from", from)
-		if !isUsage(err) || !strings.Contains(err.Error(), "--from "+from) {
+		if !exit.IsUsage(err) || !strings.Contains(err.Error(), "--from "+from) {
 			t.Errorf("report --from %s = %v, want a usage error naming the flag", from, err)
 		}
 		if from == "result.json" && !errors.Is(err, result.ErrInvalid) {

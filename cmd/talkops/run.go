@@ -2,36 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"regexp"
-	"slices"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/alecthomas/kong"
-	"github.com/mattn/go-isatty"
-	"github.com/rs/zerolog"
 
-	"github.com/talkops/talkops/agent/model"
-	"github.com/talkops/talkops/config"
-	"github.com/talkops/talkops/events"
-	"github.com/talkops/talkops/internal/version"
+	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/output"
-	"github.com/talkops/talkops/providers"
-	"github.com/talkops/talkops/providers/cache"
-	"github.com/talkops/talkops/providers/local"
-	"github.com/talkops/talkops/providers/workspace"
 	"github.com/talkops/talkops/report"
-	"github.com/talkops/talkops/report/hygiene"
-	"github.com/talkops/talkops/result"
-	"github.com/talkops/talkops/rubric"
 	"github.com/talkops/talkops/runner"
 )
 
@@ -71,8 +50,6 @@ type runCmd struct {
 
 	flagsSet map[string]*kong.Flag
 	report   report.Options // set by Run and plan
-	session  *session       // the agent, when there is a prompt
-	caps     capabilities   // the provider's, set by planSandbox
 }
 
 // configFlags turns the flags the user gave into the top configuration layer.
@@ -101,7 +78,7 @@ func (c *runCmd) configFlags() (vals, names map[string]string, err error) {
 	}
 	switch {
 	case c.Yes && c.Smart:
-		return nil, nil, usagef("-y/--yes and --smart contradict each other: pick one approval mode")
+		return nil, nil, runner.Usagef("-y/--yes and --smart contradict each other: pick one approval mode")
 	case c.Yes:
 		vals["approval.mode"], names["approval.mode"] = "yes", "--yes"
 	case c.Smart:
@@ -109,7 +86,7 @@ func (c *runCmd) configFlags() (vals, names map[string]string, err error) {
 	}
 	if c.JSON {
 		if v, ok := vals["run.output_format"]; ok && v != output.FormatJSON {
-			return nil, nil, usagef("--json and --output-format %s contradict each other", v)
+			return nil, nil, runner.Usagef("--json and --output-format %s contradict each other", v)
 		}
 		vals["run.output_format"] = output.FormatJSON
 		names["run.output_format"] = "--json"
@@ -124,39 +101,21 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(ctx, a, config.Options{
-		Flags: flags, FlagNames: names, Getenv: a.getenv, WorkDir: a.workDir, HomeDir: a.getenv("HOME"), Providers: providerNamesFor(a.getenv),
-	})
+	cfg, err := a.providers.LoadConfig(ctx, a.configOptions(flags, names))
 	if err != nil {
 		return err
 	}
-	runID, err := c.runID()
+	runID, err := runner.RunID(c.RunID)
 	if err != nil {
 		return err
 	}
-	log := newLogger(a.stderr, cfg.Run.LogLevel, c.Quiet)
+	log := output.Logger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
-	secrets := append(report.SecretsFromEnv(a.getenv, os.Environ, cfg.Redact.Env...), passedValues(cfg, a.getenv)...)
+	secrets := append(report.SecretsFromEnv(a.getenv, os.Environ, cfg.Redact.Env...), cfg.Sandbox.PassedValues(a.getenv)...)
 	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets}
-
-	sinks := []events.Sink{}
-	format := cfg.Run.OutputFormat
-	inActions := a.getenv("GITHUB_ACTIONS") == "true"
-	switch {
-	case format == output.FormatStreamJSON:
-		sinks = append(sinks, output.JSONLines(a.stdout))
-	case inActions && format == output.FormatText && !c.Quiet:
-		// ::group:: per stage on stdout; it echoes command output inside the group.
-		sinks = append(sinks, report.Sink(c.report))
-	}
-	if !c.Quiet {
-		progress := output.Progress(a.stderr, isTerminal(a.stderr))
-		if inActions && format == output.FormatText {
-			progress = withoutOutputLines(progress)
-		}
-		sinks = append(sinks, progress)
-	}
-	sink := events.Multi(sinks...)
+	console := output.Console{Stdout: a.stdout, Stderr: a.stderr, Format: cfg.Run.OutputFormat, Quiet: c.Quiet,
+		Actions: a.getenv("GITHUB_ACTIONS") == "true", Groups: report.Sink(c.report)}
+	sink := console.Sink()
 
 	plan, err := c.plan(ctx, a, cfg, runID, sink)
 	if err != nil {
@@ -165,402 +124,13 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	if err := report.MaskSecrets(c.report); err != nil {
 		log.Warn().Err(err).Msg("could not mask secrets in the job log")
 	}
-	plan.Sink = sink
-	plan.Force = forceFrom(ctx)
-
+	plan.Sink, plan.Force = sink, a.force
 	res := runner.Run(ctx, plan)
-
-	if inActions && format == output.FormatText {
-		// The answer and the reasons are untrusted text: GitHub must not run workflow
-		// commands hidden in them.
-		resume := stopCommands(a.stdout)
-		defer resume()
-	}
-	switch {
-	case c.Quiet:
-		fmt.Fprintln(a.stdout, quietLine(res))
-	case format == output.FormatJSON:
-		if err := output.JSON(a.stdout, res); err != nil {
-			return err
-		}
-	case format == output.FormatText:
-		output.Text(a.stdout, res)
+	if err := console.Print(res); err != nil {
+		return err
 	}
 	if res.ExitCode != 0 {
-		return &exitError{code: res.ExitCode, err: errors.New(res.Reason), reported: true}
+		return exit.Reported(res.ExitCode, errors.New(res.Reason))
 	}
 	return nil
-}
-
-// quietLine is what -q prints: the agent's final answer when there is one, else the
-// verdict line.
-func quietLine(r *result.Result) string {
-	if a := output.Answer(r); a != "" {
-		return a
-	}
-	return output.VerdictLine(r)
-}
-
-// plan validates the inputs and builds the runner's options. Everything here happens
-// before provisioning, so every failure is a usage error and nothing leaks.
-func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID string, sink events.Sink) (runner.Options, error) {
-	v := version.Get()
-	opts := runner.Options{
-		RunID:         runID,
-		Version:       v.Version,
-		Commit:        v.Commit,
-		ProjectDir:    cfg.ProjectDir,
-		ProviderName:  cfg.Sandbox.Provider,
-		AttachID:      cfg.Sandbox.ID,
-		Timeout:       cfg.Run.Timeout,
-		Config:        cfg.Values(),
-		Advisory:      c.Advisory,
-		CI:            report.CI(a.getenv),
-		MaxIterations: 1,
-	}
-	for _, step := range []func(*app, *config.Config, *runner.Options, events.Sink) error{
-		c.planWork, c.planSandbox, c.planReports, c.planVerification,
-	} {
-		if err := step(a, cfg, &opts, sink); err != nil {
-			return opts, err
-		}
-	}
-	opts.Ledger = newLedger(cfg.Sandbox.Provider, a.getenv, cfg.ProjectDir)
-	return opts, nil
-}
-
-// planWork resolves what the run is for: the prompt and its agent, the rubric and its
-// judge. The agent's model is built first, because the judge defaults to it.
-func (c *runCmd) planWork(a *app, cfg *config.Config, opts *runner.Options, sink events.Sink) error {
-	if c.Prompt != "" && c.NonInteractive != "" {
-		return usagef("give the prompt once: -p/--prompt or -n")
-	}
-	prompt, err := resolvePrompt(promptInput{
-		flag: cmpOr(c.Prompt, c.NonInteractive), positional: c.Words, file: c.PromptFile,
-		readFile: readPromptFile, stdin: a.stdin,
-	})
-	if err != nil {
-		return err
-	}
-	if prompt == "" && c.Rubric == "" {
-		return usagef("nothing to do: give a prompt (-p \"...\") for the agent, a rubric (--rubric) to check, or both")
-	}
-	opts.Prompt = prompt
-	servers, err := c.mcpServers(cfg, a.getenv)
-	if err != nil {
-		return err
-	}
-	// Env and header values of MCP servers are secrets like the API keys.
-	c.report.Secrets = append(c.report.Secrets, servers.Secrets...)
-	redactor := hygiene.NewRedactor(c.report.Secrets...)
-	opts.Redact = redactor.Redact
-
-	var agentModel model.Model
-	agentSpec := cfg.Model.Name
-	if prompt != "" {
-		if agentModel, err = newModel(agentSpec, cfg.Model.BaseURL, a.getenv); err != nil {
-			return err
-		}
-		agentSpec = modelName(agentSpec, agentModel)
-	}
-	var rr *rubricRunner
-	if c.Rubric != "" {
-		rb, err := rubric.Parse(rubricSpec(c.Rubric, a.workDir), cfg.ProjectDir)
-		if err != nil {
-			return err
-		}
-		rr = &rubricRunner{r: rb, checker: rubric.Checker{Redact: redactor.Redact}, sink: sink,
-			maxIter: int(cfg.Rubric.MaxIterations)}
-		if prompt == "" {
-			rr.maxIter = 1 // no agent can revise: a failed evaluation is final, never needs_revision
-		}
-		if len(rb.Criteria) > 0 {
-			if rr.judge, err = c.newJudge(cfg, rb, agentModel, agentSpec, a.getenv, redactor.Redact, sink); err != nil {
-				return err
-			}
-		}
-		opts.Rubric = rr
-	}
-	if prompt == "" {
-		return nil
-	}
-	s := &session{prompt: prompt, mcp: servers, redact: redactor.Redact}
-	s.opts = agentOptions(cfg, agentModel, agentSpec, "", c.report.Secrets, redactor, sink)
-	s.mcpOpts = mcpOptions(cfg, redactor.Redact, sink)
-	if err := applyCostDefault(cfg, agentModel, agentSpec, &s.opts, sink); err != nil {
-		return err
-	}
-	if err := validateAgent(s.opts); err != nil {
-		return err
-	}
-	opts.NewAgent = s.newAgent
-	if rr != nil {
-		rr.session = s
-		opts.MaxIterations = int(cfg.Rubric.MaxIterations)
-	}
-	c.session = s
-	return nil
-}
-
-// planSandbox builds the provider and checks that the sandbox flags make sense for it,
-// then the spec, the setup script and the workspace sync.
-func (c *runCmd) planSandbox(a *app, cfg *config.Config, opts *runner.Options, sink events.Sink) error {
-	name := cfg.Sandbox.Provider
-	newProvider, err := lookupProvider(cfg, name, a.getenv)
-	if err != nil {
-		return err
-	}
-	prov, caps, err := newProvider(cfg, a.getenv)
-	if err != nil {
-		return err
-	}
-	opts.Provider = prov
-	if name == local.Name && c.session != nil && cfg.Approval.Mode == "yes" {
-		warnLocalKeys(a.getenv, sink)
-	}
-	c.caps = caps
-	snapshot := cfg.Sandbox.Snapshot
-	if !cfg.IsSet(config.KeySnapshotName) && !caps.defaultSnapshot {
-		snapshot = "" // the seeds' default snapshot name only means something to providers that have one
-	}
-	if snapshot != "" && !caps.snapshot {
-		return usagef("--sandbox-snapshot-name: the %s provider cannot start from a snapshot (from %s)",
-			name, cfg.Source(config.KeySnapshotName))
-	}
-	if opts.AttachID != "" && !caps.attach {
-		return usagef("--sandbox-id: the %s provider cannot attach to a running sandbox (from %s)",
-			name, cfg.Source(config.KeySandboxID))
-	}
-	opts.Spec = sandboxSpec(opts.RunID, cfg, snapshot)
-	opts.Spec.Env = sandboxEnv(cfg, a.getenv)
-	if cfg.Sandbox.SetupScript != "" {
-		if opts.SetupScript, err = runner.LoadSetupScript(cfg.Sandbox.SetupScript); err != nil {
-			return err
-		}
-	}
-	caches, cacheNotes, err := cache.Resolve(context.Background(), cfg.Sandbox.Caches, a.getenv)
-	if err != nil {
-		return usagef("[sandboxes] caches (from %s): %v", cfg.Source(config.KeyCaches), err)
-	}
-	opts.Spec.Caches = caches
-	if cfg.Sandbox.SyncWorkspace && caps.ownFilesystem && opts.AttachID == "" {
-		var synced func(*result.Sync)
-		if rr, ok := opts.Rubric.(*rubricRunner); ok {
-			synced = func(s *result.Sync) { rr.leftOut = s.LeftOut }
-		}
-		opts.Sync = syncer(cfg, synced, cacheNotes)
-	}
-	return nil
-}
-
-// warnLocalKeys warns when the agent's commands, approved without asking, run on this
-// host while model keys are in talkops's environment: on local they can read it.
-func warnLocalKeys(getenv func(string) string, sink events.Sink) {
-	var present []string
-	for _, k := range model.KeyEnvs() {
-		if getenv(k) != "" {
-			present = append(present, k)
-		}
-	}
-	if len(present) == 0 {
-		return
-	}
-	sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageProvision,
-		Message: fmt.Sprintf("the local provider runs the agent's commands on this host, approved with -y, while %s "+
-			"is in talkops's environment: a command can read it (local is for trusted code only; "+
-			"use --sandbox bwrap or docker for anything else)", strings.Join(present, ", "))})
-}
-
-// sandboxSpec labels the sandbox with the run id and an expiry, and gives providers that
-// support one a server-side lifetime: the run's timeout plus half an hour.
-func sandboxSpec(runID string, cfg *config.Config, snapshot string) providers.Spec {
-	ttl := cfg.Run.Timeout + 30*time.Minute
-	if cfg.Run.Timeout == 0 {
-		ttl = 24 * time.Hour
-	}
-	return providers.Spec{
-		RunID:      runID,
-		ProjectDir: cfg.ProjectDir,
-		Snapshot:   snapshot,
-		WorkDir:    workingDir(cfg, cfg.Sandbox.Provider),
-		TTL:        ttl,
-		Labels: map[string]string{
-			providers.LabelRunID:     runID,
-			providers.LabelCreatedBy: "talkops",
-			providers.LabelExpiresAt: time.Now().Add(ttl).UTC().Format(time.RFC3339),
-		},
-	}
-}
-
-// sandboxEnv is what every sandbox command gets on top of the provider's base
-// environment: [sandboxes] env, then the host values of [sandboxes] pass_env (a
-// variable unset on the host is left out).
-func sandboxEnv(cfg *config.Config, getenv func(string) string) map[string]string {
-	env := map[string]string{}
-	for _, kv := range cfg.Sandbox.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	for _, k := range cfg.Sandbox.PassEnv {
-		if v := getenv(k); v != "" {
-			env[k] = v
-		}
-	}
-	if len(env) == 0 {
-		return nil
-	}
-	return env
-}
-
-// passedValues are the host values pass_env brings into the sandbox: they are masked
-// like secrets wherever talkops publishes text.
-func passedValues(cfg *config.Config, getenv func(string) string) []string {
-	var out []string
-	for _, k := range cfg.Sandbox.PassEnv {
-		if v := getenv(k); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// syncer uploads the project with the sync engine, reporting progress as events, records
-// how the workspace and the shared caches reached the sandbox, and hands what it sent to
-// synced (when not nil).
-func syncer(cfg *config.Config, synced func(*result.Sync), cacheNotes []string) runner.Syncer {
-	syncOpts := workspace.Options{
-		Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize,
-	}
-	root := cfg.ProjectDir
-	return func(ctx context.Context, sb providers.Sandbox, sink events.Sink) (*result.Sync, error) {
-		o := syncOpts
-		o.Progress = func(s workspace.Stats) {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: result.StageSync,
-				Message: fmt.Sprintf("%d files, %s", s.Files, humanBytes(s.BytesSent)),
-				Data:    map[string]any{"files": s.Files, "bytes": s.Bytes, "bytes_sent": s.BytesSent}})
-		}
-		stats, err := workspace.Sync(ctx, sb, root, "", o)
-		if err == nil {
-			// The total: throttled views (CI logs) may have shown only a count from the
-			// middle of the sync.
-			sink.Emit(events.Event{Time: time.Now(), Type: events.SyncProgress, Stage: result.StageSync,
-				Message: fmt.Sprintf("%d files, %s, done", stats.Files, humanBytes(stats.BytesSent)),
-				Data:    map[string]any{"files": stats.Files, "bytes": stats.Bytes, "bytes_sent": stats.BytesSent, "done": true}})
-		}
-		rec := stats.Result()
-		rec.CacheNotes = slices.Clone(cacheNotes)
-		if cs, ok := sb.(providers.CacheSharer); ok {
-			shared, notes := cs.SharedCaches()
-			for _, c := range shared {
-				rec.Caches = append(rec.Caches, c.Name)
-			}
-			rec.CacheNotes = append(rec.CacheNotes, notes...)
-		} else if len(cfg.Sandbox.Caches) > 0 {
-			rec.CacheNotes = append(rec.CacheNotes, "caches not shared: the "+cfg.Sandbox.Provider+" provider does not share host caches")
-		}
-		if stats.ModeNote != "" {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageSync,
-				Message: "workspace copied instead of layered: " + stats.ModeNote})
-		}
-		for _, n := range rec.CacheNotes {
-			sink.Emit(events.Event{Time: time.Now(), Type: events.Warning, Stage: result.StageSync, Message: n})
-		}
-		if synced != nil {
-			synced(rec)
-		}
-		return rec, err
-	}
-}
-
-// planReports creates the report directory (a failure is a usage error: nothing has been
-// provisioned yet) and picks the publishers for this environment.
-func (c *runCmd) planReports(_ *app, cfg *config.Config, opts *runner.Options, _ events.Sink) error {
-	reportDir := cfg.Run.ReportDir
-	if !cfg.IsSet(config.KeyReportDir) {
-		reportDir = filepath.Join(reportDir, opts.RunID) // one directory per run
-	}
-	if err := os.MkdirAll(reportDir, 0o755); err != nil {
-		return usagef("--report-dir %s: %v", reportDir, err)
-	}
-	opts.ReportDir = reportDir
-	c.report.Dir, c.report.ResultPath = reportDir, filepath.Join(reportDir, "result.json")
-	if c.session != nil {
-		c.session.opts.ReportDir = reportDir
-	}
-	for _, p := range report.Detect(c.report) {
-		opts.Publishers = append(opts.Publishers, p)
-	}
-	return nil
-}
-
-// stopCommands turns off GitHub's workflow-command processing on w until the returned
-// func is called.
-func stopCommands(w io.Writer) func() {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	token := "talkops-" + hex.EncodeToString(b[:])
-	fmt.Fprintf(w, "::stop-commands::%s\n", token)
-	return func() { fmt.Fprintf(w, "::%s::\n", token) }
-}
-
-// withoutOutputLines drops command output from a sink (another sink already shows it).
-func withoutOutputLines(s events.Sink) events.Sink {
-	return events.Func(func(e events.Event) {
-		if e.Type != events.Output {
-			s.Emit(e)
-		}
-	})
-}
-
-// runIDPattern is what --run-id accepts: the ID names a report directory and labels the
-// sandbox at every provider, so it stays a plain path element and label value.
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// runID is --run-id when given, else a new one.
-func (c *runCmd) runID() (string, error) {
-	if c.RunID == "" {
-		return newRunID(), nil
-	}
-	if !runIDPattern.MatchString(c.RunID) {
-		return "", usagef("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.RunID)
-	}
-	return c.RunID, nil
-}
-
-func newRunID() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-// newLogger writes zerolog to stderr: console lines on a terminal, JSON otherwise.
-func newLogger(w io.Writer, level string, quiet bool) zerolog.Logger {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" {
-		lvl = zerolog.InfoLevel
-	}
-	if quiet && lvl < zerolog.ErrorLevel {
-		lvl = zerolog.ErrorLevel
-	}
-	if isTerminal(w) {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -1,20 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/talkops/talkops/reaper"
+	"github.com/talkops/talkops/runner"
 )
 
 // SandboxCmd is `talkops sandbox ls|gc`: find and delete the sandboxes that killed runs
-// left behind. The grammar embeds it as
-//
-//	Sandbox SandboxCmd `cmd:"" help:"List or garbage-collect sandboxes talkops created."`
-//
-// and binds a reaper.ListerFunc built from the provider map (kong.Bind).
+// left behind, through the reaper.ListerFunc the app binds.
 type SandboxCmd struct {
 	Ls sandboxLsCmd `cmd:"" help:"List sandboxes talkops created: the local ledger merged with what each provider reports."`
 	Gc sandboxGcCmd `cmd:"" help:"Delete sandboxes left behind by killed runs (past their expiry, or older than --older-than with their talkops process gone)."`
@@ -39,10 +36,7 @@ type sandboxGcCmd struct {
 }
 
 func (f sandboxFlags) stateDir(a *app) string {
-	if f.StateDir != "" {
-		return f.StateDir
-	}
-	return reaper.DefaultStateDir(a.getenv)
+	return cmp.Or(f.StateDir, reaper.DefaultStateDir(a.getenv))
 }
 
 // Run lists sandboxes. A provider that cannot be asked is reported after the table and
@@ -50,19 +44,10 @@ func (f sandboxFlags) stateDir(a *app) string {
 func (c *sandboxLsCmd) Run(ctx context.Context, a *app, listers reaper.ListerFunc) error {
 	ls, err := listers(ctx, c.Provider)
 	if err != nil {
-		return usageErr(fmt.Errorf("sandbox ls: %w", err))
+		return runner.Usagef("sandbox ls: %w", err)
 	}
 	defer func() { _ = reaper.CloseListers(ls) }() // only releases idle API connections once the work is done
-	entries, listErr := reaper.List(ctx, ls, c.stateDir(a), reaper.Options{RunID: c.RunID})
-	if c.JSON {
-		if entries == nil {
-			entries = []reaper.Entry{}
-		}
-		err = reaper.WriteJSON(a.stdout, entries)
-	} else {
-		err = reaper.WriteTable(a.stdout, entries, time.Now())
-	}
-	if err = errors.Join(listErr, err); err != nil {
+	if err := reaper.PrintList(ctx, a.stdout, ls, c.stateDir(a), c.JSON, reaper.Options{RunID: c.RunID}); err != nil {
 		return fmt.Errorf("sandbox ls: %w", err)
 	}
 	return nil
@@ -71,20 +56,14 @@ func (c *sandboxLsCmd) Run(ctx context.Context, a *app, listers reaper.ListerFun
 // Run deletes orphaned sandboxes and prints what it did.
 func (c *sandboxGcCmd) Run(ctx context.Context, a *app, listers reaper.ListerFunc) error {
 	if c.OlderThan < 0 {
-		return usageErr(fmt.Errorf("sandbox gc: --older-than=%s: want a duration of 0 or more, such as 1h or 30m", c.OlderThan))
+		return runner.Usagef("sandbox gc: --older-than=%s: want a duration of 0 or more, such as 1h or 30m", c.OlderThan)
 	}
 	ls, err := listers(ctx, c.Provider)
 	if err != nil {
-		return usageErr(fmt.Errorf("sandbox gc: %w", err))
+		return runner.Usagef("sandbox gc: %w", err)
 	}
 	defer func() { _ = reaper.CloseListers(ls) }() // only releases idle API connections once the work is done
-	rep, gcErr := reaper.GC(ctx, ls, c.stateDir(a), c.OlderThan, c.DryRun, reaper.Options{RunID: c.RunID})
-	if c.JSON {
-		err = reaper.WriteJSON(a.stdout, rep)
-	} else {
-		err = reaper.WriteReport(a.stdout, rep)
-	}
-	if err = errors.Join(gcErr, err); err != nil {
+	if err := reaper.PrintGC(ctx, a.stdout, ls, c.stateDir(a), c.OlderThan, c.DryRun, c.JSON, reaper.Options{RunID: c.RunID}); err != nil {
 		return fmt.Errorf("sandbox gc: %w", err)
 	}
 	return nil

@@ -567,3 +567,8 @@ func clip(b []byte, n int) string {
 	}
 	return s
 }
+
+// Capabilities says what the agentcore provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, OwnFilesystem: true, List: true, TTL: true}
+}

@@ -418,3 +418,8 @@ func userNSHint() string {
 	}
 	return "; " + strings.Join(hints, "; ")
 }
+
+// Capabilities says what the bwrap provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, OwnFilesystem: true, List: true, BinaryOutput: true}
+}

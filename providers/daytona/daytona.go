@@ -57,32 +57,34 @@ const (
 type Options struct {
 	// APIURL is the control-plane URL; default DAYTONA_API_URL (or the legacy
 	// DAYTONA_SERVER_URL), else DefaultAPIURL.
-	APIURL string
+	APIURL string `toml:"api_url"`
 	// Target is the region ("us", "eu"); default DAYTONA_TARGET, else the org default.
-	Target string
+	Target string `toml:"target"`
 	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string
+	WorkingDir string `toml:"-"`
 	// Image builds the sandbox from a container image (buildInfo "FROM <image>") when
 	// Spec.Snapshot is empty. Empty: the org's default snapshot.
-	Image string
+	Image string `toml:"image"`
 	// CPU (cores), MemoryGB and DiskGB apply when building from Image; Daytona ignores
 	// them for snapshots.
-	CPU, MemoryGB, DiskGB int
+	CPU      int `toml:"cpu"`
+	MemoryGB int `toml:"memory_gb"`
+	DiskGB   int `toml:"disk_gb"`
 	// AutoStopMinutes is the idle time after which Daytona stops (and then deletes) the
 	// sandbox; 0 derives it from Spec.TTL, or DefaultAutoStop.
-	AutoStopMinutes int
+	AutoStopMinutes int `toml:"auto_stop_minutes"`
 	// ReadyTimeout bounds the wait for the sandbox to start; 0 means DefaultReadyTimeout.
-	ReadyTimeout time.Duration
+	ReadyTimeout time.Duration `toml:"ready_timeout"`
 	// PollInterval is the first pause of the readiness poll (default 500 ms); it grows to
 	// 5 s.
-	PollInterval time.Duration
+	PollInterval time.Duration `toml:"-"`
 	// TempDir is where command scripts stage files inside the sandbox (pid files, large
 	// stdin, output kept for the client); default /tmp.
-	TempDir string
+	TempDir string `toml:"-"`
 	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client
-	Retry      httpapi.Retry
-	Stats      *httpapi.Stats
+	HTTPClient *http.Client   `toml:"-"`
+	Retry      httpapi.Retry  `toml:"-"`
+	Stats      *httpapi.Stats `toml:"-"`
 }
 
 // Provider creates and attaches Daytona sandboxes. It implements providers.Provider and
@@ -511,4 +513,9 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// Capabilities says what the daytona provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, Snapshot: true, OwnFilesystem: true, List: true, TTL: true}
 }

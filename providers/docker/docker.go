@@ -695,3 +695,8 @@ func checkEnv(env map[string]string) error {
 	}
 	return nil
 }
+
+// Capabilities says what the docker provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, Snapshot: true, OwnFilesystem: true, List: true, BinaryOutput: true}
+}

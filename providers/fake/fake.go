@@ -14,8 +14,9 @@
 // delete, its Delete kills the sandbox's commands even when the process that ran them
 // is gone: the inner local provider records their process groups under Options.Dir.
 //
-// It is never in the CLI's provider map unless the environment variable
-// TALKOPS_TEST_FAKE_PROVIDER=1 is set; the CLI then builds it with FromEnv, which reads
+// A release binary never contains it: only a binary built with -tags
+// talkops_testprovider (or the CLI's in-process tests) adds it, through CLIProviders, and
+// only when TALKOPS_TEST_FAKE_PROVIDER=1 is set; the CLI then builds it with FromEnv, which reads
 // TALKOPS_TEST_FAKE_DIR, TALKOPS_TEST_FAKE_LEDGER and TALKOPS_TEST_FAKE_FAULTS (see
 // ParseFaults).
 package fake
@@ -42,7 +43,7 @@ const Name = "fake"
 
 // Environment variables FromEnv reads.
 const (
-	EnvEnable = "TALKOPS_TEST_FAKE_PROVIDER" // "1" puts the fake in the CLI's provider map
+	EnvEnable = "TALKOPS_TEST_FAKE_PROVIDER" // "1" puts the fake in a test build's providers
 	EnvDir    = "TALKOPS_TEST_FAKE_DIR"      // Options.Dir
 	EnvLedger = "TALKOPS_TEST_FAKE_LEDGER"   // Options.LedgerFile
 	EnvFaults = "TALKOPS_TEST_FAKE_FAULTS"   // Options.Faults, in ParseFaults syntax
@@ -417,4 +418,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Capabilities says what the fake provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, OwnFilesystem: true, List: true, BinaryOutput: true}
 }

@@ -61,33 +61,34 @@ const (
 type Options struct {
 	// APIURL is the LangSmith endpoint (default LANGSMITH_ENDPOINT, else
 	// DefaultEndpoint); "/v2/sandboxes" is appended unless it is already there.
-	APIURL string
+	APIURL string `toml:"api_url"`
 	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string
+	WorkingDir string `toml:"-"`
 	// VCPUs, MemBytes and DiskBytes size the sandbox; 0 is LangSmith's default.
-	VCPUs     int
-	MemBytes  int64
-	DiskBytes int64
+	VCPUs     int   `toml:"vcpus"`
+	MemBytes  int64 `toml:"memory_bytes"`
+	DiskBytes int64 `toml:"disk_bytes"`
 	// SnapshotImage, when set, builds a snapshot named Spec.Snapshot from this image
 	// if no snapshot of that name exists (the seeds' "talkops-aws-agent" from
 	// "python:3.12-slim"); empty means a missing snapshot is an error.
-	SnapshotImage string
+	SnapshotImage string `toml:"-"`
 	// SnapshotDiskBytes is the disk of a built snapshot; default 16 GiB.
-	SnapshotDiskBytes int64
+	SnapshotDiskBytes int64 `toml:"-"`
 	// CommandLimit is the server-side bound sent with a command that has no
 	// Cmd.Timeout (the API needs one); default DefaultCommandLimit.
-	CommandLimit time.Duration
+	CommandLimit time.Duration `toml:"command_limit"`
 	// ReadyTimeout bounds the wait for a sandbox; BuildTimeout the wait for a snapshot.
-	ReadyTimeout, BuildTimeout time.Duration
+	ReadyTimeout time.Duration `toml:"ready_timeout"`
+	BuildTimeout time.Duration `toml:"build_timeout"`
 	// PollInterval is the first pause of the polls (default 1 s).
-	PollInterval time.Duration
+	PollInterval time.Duration `toml:"-"`
 	// TempDir is where command scripts stage files inside the sandbox (pid files, large
 	// stdin, output kept for the client); default /tmp.
-	TempDir string
+	TempDir string `toml:"-"`
 	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client
-	Retry      httpapi.Retry
-	Stats      *httpapi.Stats
+	HTTPClient *http.Client   `toml:"-"`
+	Retry      httpapi.Retry  `toml:"-"`
+	Stats      *httpapi.Stats `toml:"-"`
 }
 
 // Provider creates and attaches LangSmith sandboxes. It implements providers.Provider and
@@ -567,4 +568,9 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// Capabilities says what the langsmith provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, Snapshot: true, DefaultSnapshot: true, OwnFilesystem: true, List: true, TTL: true}
 }

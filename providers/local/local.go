@@ -443,3 +443,9 @@ func statExecutable(p string) int {
 	}
 	return 0
 }
+
+// Capabilities says what the local provider can do: its sandboxes are the project
+// directory itself, so there is nothing to attach to or sync.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{List: true, BinaryOutput: true}
+}

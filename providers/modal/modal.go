@@ -73,31 +73,31 @@ const (
 type Options struct {
 	// ServerURL is the control plane; default MODAL_SERVER_URL, the profile's
 	// server_url, else DefaultServerURL.
-	ServerURL string
+	ServerURL string `toml:"server_url"`
 	// Environment is the Modal environment; default MODAL_ENVIRONMENT, the profile's
 	// environment, else the workspace default.
-	Environment string
+	Environment string `toml:"environment"`
 	// AppName is the app the sandboxes are created in; default DefaultAppName.
-	AppName string
+	AppName string `toml:"app_name"`
 	// Image is the registry image a sandbox runs when Spec.Snapshot is empty; an image
 	// id (im-…) is used as is. Default DefaultImage.
-	Image string
+	Image string `toml:"image"`
 	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string
+	WorkingDir string `toml:"-"`
 	// ReadyTimeout bounds the wait for the image build and the sandbox's task.
-	ReadyTimeout time.Duration
+	ReadyTimeout time.Duration `toml:"ready_timeout"`
 	// PollInterval is the pause of the readiness poll (default 500 ms).
-	PollInterval time.Duration
+	PollInterval time.Duration `toml:"-"`
 	// TempDir is where command scripts stage files inside the sandbox; default /tmp.
-	TempDir string
+	TempDir string `toml:"-"`
 	// StreamGrace is how long the output streams may lag behind a command's exit before
 	// they are reopened at their offsets; default 2 s.
-	StreamGrace time.Duration
+	StreamGrace time.Duration `toml:"-"`
 	// TLSConfig, Retry and Stats are transport knobs: TLSConfig replaces the system
 	// roots (tests), Retry the backoff, Stats counts the RPCs.
-	TLSConfig *tls.Config
-	Retry     Retry
-	Stats     *Stats
+	TLSConfig *tls.Config `toml:"-"`
+	Retry     Retry       `toml:"-"`
+	Stats     *Stats      `toml:"-"`
 }
 
 // Provider creates and attaches Modal sandboxes. It implements providers.Provider and
@@ -513,4 +513,9 @@ func describeResult(r *pb.GenericResult) string {
 		s += ": " + r.GetException()
 	}
 	return s
+}
+
+// Capabilities says what the modal provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, Snapshot: true, OwnFilesystem: true, List: true, TTL: true}
 }

@@ -95,7 +95,7 @@ func BenchmarkStart(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := pp.Capabilities(context.Background()); err != nil {
+				if _, err := pp.Probe(context.Background()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -83,6 +83,7 @@ type Provider struct {
 var (
 	_ providers.Provider = (*Provider)(nil)
 	_ providers.Lister   = (*Provider)(nil)
+	_ providers.Prober   = (*Provider)(nil)
 )
 
 // New returns a provider for the plugin opts describe; nothing starts until it is used.
@@ -176,14 +177,22 @@ func (p *Provider) do(ctx context.Context, op string, params, result any, deadli
 	return proc.call(ctx, op, params, result, deadline)
 }
 
-// Capabilities starts the plugin (if it is not running) and returns what it said it can do.
-func (p *Provider) Capabilities(ctx context.Context) (Capabilities, error) {
+// Capabilities is what a plugin may be able to do: it says what it can only once it runs
+// (Probe). Flags it cannot honour fail then, with ErrNotSupported, before anything is
+// created.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, Snapshot: true, OwnFilesystem: true, List: true, TTL: true}
+}
+
+// Probe starts the plugin (if it is not running) and returns what it said it can do.
+func (p *Provider) Probe(ctx context.Context) (providers.Capabilities, error) {
 	proc, err := p.hold(ctx)
 	if err != nil {
-		return Capabilities{}, err
+		return providers.Capabilities{}, err
 	}
 	defer p.release(ctx)
-	return proc.caps, nil
+	c := proc.caps
+	return providers.Capabilities{Attach: c.Attach, Snapshot: c.Snapshots, OwnFilesystem: true, List: c.List, TTL: c.TTL}, nil
 }
 
 // Create asks the plugin for a new sandbox; see providers.Provider.

@@ -73,26 +73,26 @@ var ResourceSizes = []string{"X_SMALL", "SMALL", "MEDIUM", "LARGE", "X_LARGE", "
 // Options configures the provider.
 type Options struct {
 	// APIURL is the API base; default RUNLOOP_BASE_URL, else DefaultAPIURL.
-	APIURL string
+	APIURL string `toml:"api_url"`
 	// WorkingDir is the devbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string
+	WorkingDir string `toml:"-"`
 	// ResourceSize is one of ResourceSizes; empty is Runloop's default.
-	ResourceSize string
+	ResourceSize string `toml:"resource_size"`
 	// Architecture is "x86_64" or "arm64"; empty is Runloop's default.
-	Architecture string
+	Architecture string `toml:"architecture"`
 	// KeepAlive is the devbox lifetime when Spec.TTL is 0; default DefaultKeepAlive.
-	KeepAlive time.Duration
+	KeepAlive time.Duration `toml:"keep_alive"`
 	// ReadyTimeout bounds the wait for a devbox to run; default DefaultReadyTimeout.
-	ReadyTimeout time.Duration
+	ReadyTimeout time.Duration `toml:"ready_timeout"`
 	// LongPoll is the hold asked of each wait_for_status call; default DefaultLongPoll.
-	LongPoll time.Duration
+	LongPoll time.Duration `toml:"-"`
 	// TempDir is where command scripts stage files inside the sandbox (pid files, large
 	// stdin, output kept for the client); default /tmp.
-	TempDir string
+	TempDir string `toml:"-"`
 	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client
-	Retry      httpapi.Retry
-	Stats      *httpapi.Stats
+	HTTPClient *http.Client   `toml:"-"`
+	Retry      httpapi.Retry  `toml:"-"`
+	Stats      *httpapi.Stats `toml:"-"`
 }
 
 // Provider creates and attaches Runloop devboxes. It implements providers.Provider and
@@ -613,4 +613,9 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// Capabilities says what the runloop provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, Snapshot: true, OwnFilesystem: true, List: true, TTL: true}
 }

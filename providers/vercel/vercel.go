@@ -63,32 +63,32 @@ const (
 // Options configures the provider.
 type Options struct {
 	// APIURL is the API base; default DefaultAPIURL.
-	APIURL string
+	APIURL string `toml:"api_url"`
 	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string
+	WorkingDir string `toml:"-"`
 	// Runtime ("node24", "python3.13", ...) selects a runtime image (the v2 create);
 	// empty uses Image.
-	Runtime string
+	Runtime string `toml:"runtime"`
 	// Image is the container image when Runtime is empty; "" is Vercel's default
 	// (vercel/sandbox/universal).
-	Image string
+	Image string `toml:"image"`
 	// VCPUs is the number of vCPUs (2048 MB of memory each); 0 is Vercel's default.
-	VCPUs int
+	VCPUs int `toml:"vcpus"`
 	// Region ("iad1"); empty is Vercel's default.
-	Region string
+	Region string `toml:"region"`
 	// Timeout is the session lifetime when Spec.TTL is 0; default DefaultTimeout.
-	Timeout time.Duration
+	Timeout time.Duration `toml:"timeout"`
 	// ReadyTimeout bounds the wait for a session to run; default DefaultReadyTimeout.
-	ReadyTimeout time.Duration
+	ReadyTimeout time.Duration `toml:"ready_timeout"`
 	// PollInterval is the first pause of the readiness poll (default 500 ms).
-	PollInterval time.Duration
+	PollInterval time.Duration `toml:"-"`
 	// TempDir is where command scripts stage files inside the sandbox (pid files, large
 	// stdin, output kept for the client); default /tmp.
-	TempDir string
+	TempDir string `toml:"-"`
 	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client
-	Retry      httpapi.Retry
-	Stats      *httpapi.Stats
+	HTTPClient *http.Client   `toml:"-"`
+	Retry      httpapi.Retry  `toml:"-"`
+	Stats      *httpapi.Stats `toml:"-"`
 }
 
 // Provider creates and attaches Vercel sandboxes. It implements providers.Provider and
@@ -773,4 +773,9 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// Capabilities says what the vercel provider can do; see providers.Capabilities.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{Attach: true, Snapshot: true, OwnFilesystem: true, List: true, TTL: true}
 }

@@ -1,4 +1,7 @@
-package main
+// Package gate runs a parsed rubric for the runner: each iteration evaluates the rubric
+// (checks, then the judge for criteria, then the protected-path comparison) in the
+// sandbox the runner hands it, and turns the outcome into the runner's Evaluation.
+package gate
 
 import (
 	"context"
@@ -16,39 +19,50 @@ import (
 	"github.com/talkops/talkops/runner"
 )
 
-// rubricRunner adapts a parsed rubric to the runner: each iteration runs the rubric's
-// evaluator (checks, then the judge for criteria, then the protected-path comparison) in
-// the run's sandbox.
-type rubricRunner struct {
-	r       *rubric.Rubric
-	checker rubric.Checker
-	judge   rubric.Judge // nil when the rubric has no criteria
-	maxIter int
-	session *session // nil in a checks-only run
-	sink    events.Sink
-	// host is the run's host-side workspace record (nil in a checks-only run): the
+// Options build a Gate.
+type Options struct {
+	Rubric  *rubric.Rubric
+	Checker rubric.Checker
+	Judge   rubric.Judge // nil when the rubric has no criteria
+	// MaxIterations bounds the evaluator's revision loop; 1 makes a failed evaluation
+	// final (a run without an agent: nobody can revise).
+	MaxIterations int
+	// Agent is what the judge may see of the agent's passes so far; nil in a checks-only
+	// run, where the judge sees the prompt only.
+	Agent func(iteration int) rubric.AgentRecord
+	// Workspace is the run's host-side workspace record (nil in a checks-only run): the
 	// judge's diff and the protected-path comparison come from it, never from the sandbox.
-	host    *changeset.Recorder
-	leftOut []result.LeftOut // what the workspace sync left out (listed part)
+	Workspace *changeset.Recorder
 }
 
-var _ runner.Rubric = (*rubricRunner)(nil)
+// Gate is the rubric of one run (runner.Rubric).
+type Gate struct{ opts Options }
 
-func (c *rubricRunner) Describe() result.Rubric {
-	rec := c.r.Record(nil)
+var _ runner.Rubric = (*Gate)(nil)
+
+// New builds the gate.
+func New(opts Options) *Gate { return &Gate{opts: opts} }
+
+// Describe is the rubric as result.json lists it before any evaluation.
+func (g *Gate) Describe() result.Rubric {
+	rec := g.opts.Rubric.Record(nil)
 	rec.Status = ""
 	return *rec
 }
 
-func (c *rubricRunner) Evaluate(ctx context.Context, sb providers.Sandbox, in runner.EvalInput) (runner.Evaluation, error) {
+// Evaluate runs one iteration of the rubric in sb.
+func (g *Gate) Evaluate(ctx context.Context, sb providers.Sandbox, in runner.EvalInput) (runner.Evaluation, error) {
 	ev := &rubric.Evaluator{
-		Rubric: c.r, Sandbox: sb, Sink: in.Sink, Checker: c.checker, Judge: c.judge,
-		MaxIterations: c.maxIter,
+		Rubric: g.opts.Rubric, Sandbox: sb, Sink: in.Sink, Checker: g.opts.Checker, Judge: g.opts.Judge,
+		MaxIterations: g.opts.MaxIterations, Agent: g.opts.Agent,
 	}
-	if c.host != nil {
-		ev.Workspace = c.host
-		ev.Baseline = c.host.BaselineDigests()
-		ev.ProtectedNow = c.host.LatestDigests
+	if ev.Agent == nil {
+		ev.Agent = func(int) rubric.AgentRecord { return rubric.AgentRecord{Prompt: in.Prompt} }
+	}
+	if host := g.opts.Workspace; host != nil {
+		ev.Workspace = host
+		ev.Baseline = host.BaselineDigests()
+		ev.ProtectedNow = host.LatestDigests
 		if ev.Baseline == nil { // the runner stops before the rubric when it could not record one
 			ev.Baseline = map[string]string{}
 			ev.ProtectedNow = func(context.Context) (map[string]string, error) {
@@ -56,19 +70,16 @@ func (c *rubricRunner) Evaluate(ctx context.Context, sb providers.Sandbox, in ru
 			}
 		}
 	}
-	if c.session != nil {
-		ev.Agent = c.session.agentRecord
-	} else {
-		ev.Agent = func(int) rubric.AgentRecord { return rubric.AgentRecord{Prompt: in.Prompt} }
-	}
 	it := ev.Evaluate(ctx, in.Iteration)
-	c.warnLeftOut(&it, in.Sink)
+	if in.Sync != nil {
+		warnLeftOut(&it, in.Sync.LeftOut, in.Sink)
+	}
 	out := runner.Evaluation{Iteration: it}
 	for _, item := range it.Items {
 		out.Findings = append(out.Findings, item.Findings...)
 	}
 	if it.Status == result.RubricNeedsRevision {
-		out.Revision = rubric.RevisionMessage(c.r, it)
+		out.Revision = rubric.RevisionMessage(g.opts.Rubric, it)
 	}
 	return out, nil
 }
@@ -76,13 +87,13 @@ func (c *rubricRunner) Evaluate(ctx context.Context, sb providers.Sandbox, in ru
 // warnLeftOut flags failing checks whose output names a path the workspace sync left
 // out: the likely cause of the failure is the sync, not the project. The note goes into
 // the item's reason (result.json and every report) and a warning event.
-func (c *rubricRunner) warnLeftOut(it *result.Iteration, sink events.Sink) {
-	if len(c.leftOut) == 0 || it == nil {
+func warnLeftOut(it *result.Iteration, leftOut []result.LeftOut, sink events.Sink) {
+	if len(leftOut) == 0 || it == nil {
 		return
 	}
-	paths := make([]string, len(c.leftOut))
+	paths := make([]string, len(leftOut))
 	reasons := map[string]string{}
-	for i, l := range c.leftOut {
+	for i, l := range leftOut {
 		paths[i], reasons[l.Path] = l.Path, l.Reason
 	}
 	for i := range it.Items {

@@ -1,4 +1,6 @@
-package main
+// Package prompt resolves the agent's prompt from where a user may give it: a flag, the
+// positional words, a file, and piped stdin.
+package prompt
 
 import (
 	"bytes"
@@ -10,60 +12,61 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/internal/fileread"
+	"github.com/talkops/talkops/runner"
 )
 
 // maxStdin caps piped stdin, as TalkOps does, and --prompt-file.
 const maxStdin = 10 << 20
 
-// readPromptFile reads --prompt-file: a regular file within the stdin limit.
-func readPromptFile(path string) ([]byte, error) { return fileread.Read(path, maxStdin) }
+// ReadFile reads --prompt-file: a regular file within the stdin limit.
+func ReadFile(path string) ([]byte, error) { return fileread.Read(path, maxStdin) }
 
 // stdinGrace is how long a run that already has a prompt waits for the first byte on a
 // pipe that is open but silent (some CI agents leave one attached): long enough for a
 // real producer, short enough not to stall every job.
 const stdinGrace = time.Second
 
-// promptInput is where the prompt may come from.
-type promptInput struct {
-	flag       string // -p/--prompt or -n
-	positional []string
-	file       string // --prompt-file (a path, or - for stdin)
-	readFile   func(string) ([]byte, error)
-	stdin      io.Reader
+// Input is where the prompt may come from.
+type Input struct {
+	Flag       string // -p/--prompt or -n
+	Positional []string
+	File       string // --prompt-file (a path, or - for stdin)
+	ReadFile   func(string) ([]byte, error)
+	Stdin      io.Reader
 }
 
-// resolvePrompt builds the prompt: exactly one of -p/-n, the positional words or
+// Resolve builds the prompt: exactly one of -p/-n, the positional words or
 // --prompt-file, with piped stdin prepended ("stdin\n\nprompt"). An empty prompt is
 // "no prompt". Every problem is a usage error.
-func resolvePrompt(in promptInput) (string, error) {
+func Resolve(in Input) (string, error) {
 	sources := 0
 	var prompt string
-	if in.flag != "" {
+	if in.Flag != "" {
 		sources++
-		prompt = in.flag
+		prompt = in.Flag
 	}
-	if len(in.positional) > 0 {
+	if len(in.Positional) > 0 {
 		sources++
-		prompt = strings.Join(in.positional, " ")
+		prompt = strings.Join(in.Positional, " ")
 	}
-	fromStdin := in.file == "-"
-	if in.file != "" && !fromStdin {
+	fromStdin := in.File == "-"
+	if in.File != "" && !fromStdin {
 		sources++
-		data, err := in.readFile(in.file)
+		data, err := in.ReadFile(in.File)
 		if err != nil {
-			return "", usagef("--prompt-file: %v", err)
+			return "", runner.Usagef("--prompt-file: %v", err)
 		}
 		prompt = string(data)
 	}
 	if sources > 1 || (fromStdin && sources > 0) {
-		return "", usagef("give the prompt once: -p/--prompt, -n, a positional argument or --prompt-file")
+		return "", runner.Usagef("give the prompt once: -p/--prompt, -n, a positional argument or --prompt-file")
 	}
-	piped, err := readStdin(in.stdin, sources > 0, fromStdin)
+	piped, err := readStdin(in.Stdin, sources > 0, fromStdin)
 	if err != nil {
 		return "", err
 	}
-	if in.flag != "" && strings.TrimSpace(in.flag) == "" {
-		return "", usagef("-p/--prompt is empty")
+	if in.Flag != "" && strings.TrimSpace(in.Flag) == "" {
+		return "", runner.Usagef("-p/--prompt is empty")
 	}
 	switch {
 	case strings.TrimSpace(piped) == "":
@@ -85,7 +88,7 @@ func readStdin(r io.Reader, havePrompt, required bool) (string, error) {
 		fi, err := f.Stat()
 		if err != nil || fi.Mode()&os.ModeCharDevice != 0 {
 			if required {
-				return "", usagef("--prompt-file -: stdin is a terminal or not readable; pipe the prompt in")
+				return "", runner.Usagef("--prompt-file -: stdin is a terminal or not readable; pipe the prompt in")
 			}
 			return "", nil
 		}
@@ -102,7 +105,7 @@ func readCapped(r io.Reader) (string, error) {
 		return "", fmt.Errorf("read stdin: %w", err)
 	}
 	if len(data) > maxStdin {
-		return "", usagef("stdin exceeds the 10 MiB limit for a piped prompt")
+		return "", runner.Usagef("stdin exceeds the 10 MiB limit for a piped prompt")
 	}
 	return string(data), nil
 }

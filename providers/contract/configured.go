@@ -1,0 +1,92 @@
+package contract
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/talkops/talkops/providers"
+)
+
+// Configured is the harness of `talkops provider test`: it builds the provider as the
+// user configured it for each check, and gives sandboxes a scratch project directory (the
+// local provider runs in it), never the user's project.
+type Configured struct {
+	Name       string
+	WorkingDir string // [sandboxes.providers.NAME] working_dir; "" is the provider's default
+	New        func() (providers.Provider, error)
+}
+
+// NewProvider builds the provider; a configuration mistake fails the check.
+func (h *Configured) NewProvider(_ context.Context, t T) providers.Provider {
+	p, err := h.New()
+	if err != nil {
+		t.Fatalf("build the %s provider: %v", h.Name, err)
+	}
+	return p
+}
+
+// Spec gives each sandbox its own scratch project directory.
+func (h *Configured) Spec(t T) providers.Spec {
+	dir, err := os.MkdirTemp("", "talkops-provider-test-")
+	if err != nil {
+		t.Fatalf("scratch project: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return providers.Spec{ProjectDir: dir, WorkDir: h.WorkingDir}
+}
+
+// Alive lists what the provider reports, when it can list.
+func (h *Configured) Alive(ctx context.Context) ([]string, bool) {
+	p, err := h.New()
+	if err != nil {
+		return nil, false
+	}
+	l, ok := p.(providers.Lister)
+	if !ok {
+		return nil, false
+	}
+	infos, err := l.List(ctx)
+	if err != nil {
+		return nil, false
+	}
+	ids := make([]string, 0, len(infos))
+	for _, i := range infos {
+		ids = append(ids, i.ID)
+	}
+	return ids, true
+}
+
+// Close releases nothing: every sandbox is closed by its check.
+func (h *Configured) Close() {}
+
+// Report prints one line per result (PASS, FAIL or SKIP, the guarantee, the time, then
+// any messages) and a summary for provider name, and returns how many checks failed.
+func Report(w io.Writer, name string, results []Result) (failed int) {
+	held := 0
+	for _, r := range results {
+		status := "PASS"
+		switch {
+		case !r.Passed:
+			status = "FAIL"
+			failed++
+		case r.Skipped:
+			status = "SKIP"
+		default:
+			held++
+		}
+		fmt.Fprintf(w, "%s  %-23s %s (%s)\n", status, r.Case.Name, r.Case.Guarantee, r.Duration.Round(10*time.Millisecond))
+		for _, m := range r.Messages {
+			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(m, "\n", "\n      "))
+		}
+	}
+	fmt.Fprintf(w, "%d of %d guarantees hold for %s", held, len(results), name)
+	if skipped := len(results) - held - failed; skipped > 0 {
+		fmt.Fprintf(w, " (%d not applicable)", skipped)
+	}
+	fmt.Fprintln(w)
+	return failed
+}
