@@ -285,6 +285,10 @@ func (s *Sandbox) startExec(ctx context.Context, execID string) (types.HijackedR
 	if err == nil {
 		resp, err = http.ReadResponse(br, req)
 	}
+	if resp != nil {
+		// A 101's body is empty (http.NoBody): closing it leaves the connection open.
+		defer resp.Body.Close()
+	}
 	close(stop)
 	watch.Wait()
 	switch {
