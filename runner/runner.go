@@ -576,6 +576,9 @@ func (r *run) teardown(parent context.Context) {
 	if !created {
 		td.Status = "kept"
 	}
+	if n, ok := sb.(providers.TeardownNoter); ok && err == nil {
+		td.Note = n.TeardownNote()
+	}
 	status := result.StatusOK
 	if err != nil {
 		td.Status, td.Error, status = result.StatusFailed, err.Error(), result.StatusFailed
