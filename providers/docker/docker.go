@@ -188,7 +188,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	id, err := p.start(ctx, cli, r, name, vol.Name, labels, caches)
 	for err != nil && ctx.Err() == nil {
 		// An overlay the engine cannot mount (a lower layer on a file system overlayfs
-		// refuses, a rootless engine without the right) leaves that cache out, not the run.
+		// refuses, say) leaves that cache out, not the run.
 		i := failedCache(err, caches)
 		if i < 0 {
 			break
