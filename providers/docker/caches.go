@@ -141,18 +141,18 @@ func cacheMounts(cvs []cacheVolumes) []mount.Mount {
 	return out
 }
 
-// failedCache finds the cache whose overlay the engine could not mount, from the error
-// of a container start ("error while mounting volume '/…/volumes/<name>/_data': …").
+// failedCache finds the cache whose volume the container could not mount, from the
+// error of a container start, which names the volume's directory: the engine's
+// "error while mounting volume '/…/volumes/<name>/_data': …" when the overlay does not
+// mount, the runtime's "error mounting "/…/volumes/<name>/_data" to rootfs at …" when its
+// target is refused. -1 when the error names none.
 func failedCache(err error, cvs []cacheVolumes) int {
 	if err == nil {
 		return -1
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, "mounting volume") && !strings.Contains(msg, "mount local volume") {
-		return -1
-	}
 	for i, cv := range cvs {
-		if strings.Contains(msg, "/"+cv.overlay+"/") || strings.Contains(msg, "'"+cv.overlay+"'") {
+		if strings.Contains(msg, "/"+cv.overlay+"/_data") {
 			return i
 		}
 	}

@@ -188,16 +188,24 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	id, err := p.start(ctx, cli, r, name, vol.Name, labels, caches)
 	for err != nil && ctx.Err() == nil {
 		// An overlay the engine cannot mount (a lower layer on a file system overlayfs
-		// refuses, say) leaves that cache out, not the run.
-		i := failedCache(err, caches)
-		if i < 0 {
+		// refuses, say) leaves that cache out, not the run; a failure the engine's message
+		// does not pin on one cache leaves them all out, and the container is tried once
+		// more without them.
+		if len(caches) == 0 {
 			break
 		}
-		cacheNotes = append(cacheNotes, fmt.Sprintf("cache %s not shared: %v", caches[i].Name, err))
-		if rerr := removeVolumesNow(ctx, cli, caches[i].volumes()); rerr != nil {
+		var drop []cacheVolumes
+		if i := failedCache(err, caches); i >= 0 {
+			drop, caches = []cacheVolumes{caches[i]}, slices.Delete(slices.Clone(caches), i, i+1)
+		} else {
+			drop, caches = caches, nil
+		}
+		for _, c := range drop {
+			cacheNotes = append(cacheNotes, fmt.Sprintf("cache %s not shared: the container did not start with it: %v", c.Name, err))
+		}
+		if rerr := removeVolumesNow(ctx, cli, cacheVolumeNames(drop)); rerr != nil {
 			cacheNotes = append(cacheNotes, rerr.Error())
 		}
-		caches = slices.Delete(caches, i, i+1)
 		id, err = p.start(ctx, cli, r, name, vol.Name, labels, caches)
 	}
 	if err != nil {
