@@ -87,7 +87,8 @@ func TestDockerCachesCannotBePoisoned(t *testing.T) {
 
 // A cancelled job whose workspace volume the engine is slow to remove (here: its removal
 // request never answered) still exits inside the cancel window: the container goes,
-// result.json says the teardown left the volume to the engine, and gc removes it.
+// result.json says the teardown left the volume to the engine, and gc removes it. The
+// engine is on TCP here (the fault proxy), so a configured cache is left out with a note.
 func TestDockerSlowVolumeRemovalFitsCancelWindow(t *testing.T) {
 	t.Parallel()
 	talkopsBin(t)
@@ -104,6 +105,8 @@ func TestDockerSlowVolumeRemovalFitsCancelWindow(t *testing.T) {
 	writeFiles(t, root, map[string]string{"home/.keep": "", "tmp/.keep": ""})
 	env := hermeticEnv(root, marker)
 	maps.Copy(env, tg.env)
+	// Through the proxy the engine is on TCP: a cache is not shared, and result.json says so.
+	env["TALKOPS_SANDBOX_CACHES"] = filepath.Join(root, "home")
 	tg.proxy.add("DELETE", `/volumes/[^/]+$`, 0, actHang, 0)
 	reportDir := filepath.Join(root, "report")
 	p := startTalkops(t, dir, env, "--sandbox", pDocker, "--rubric", "r.toml", "--output-format", "stream-json", "--report-dir", reportDir)
@@ -134,6 +137,9 @@ func TestDockerSlowVolumeRemovalFitsCancelWindow(t *testing.T) {
 	td := res.Teardown
 	if td == nil || td.Status != "deleted" || td.Error != "" || !strings.Contains(td.Note, "still removing volume(s) talkops-") || !strings.Contains(td.Note, "talkops sandbox gc") {
 		t.Errorf("teardown = %+v, want deleted with a note naming the volume left to the engine and gc", td)
+	}
+	if res.Sync == nil || len(res.Sync.Caches) != 0 || len(res.Sync.CacheNotes) != 1 || !strings.Contains(res.Sync.CacheNotes[0], "not reached through a unix socket") {
+		t.Errorf("sync = %+v, want the cache left out with a note that the engine is on TCP", res.Sync)
 	}
 	if res.Interrupted != "SIGTERM" || res.ExitCode != 143 {
 		t.Errorf("result: interrupted %q exit %d, want SIGTERM 143", res.Interrupted, res.ExitCode)
