@@ -138,6 +138,11 @@ func TestDockerSlowVolumeRemovalFitsCancelWindow(t *testing.T) {
 	if td == nil || td.Status != "deleted" || td.Error != "" || !strings.Contains(td.Note, "still removing volume(s) talkops-") || !strings.Contains(td.Note, "talkops sandbox gc") {
 		t.Errorf("teardown = %+v, want deleted with a note naming the volume left to the engine and gc", td)
 	}
+	if _, ok, _ := p.stdout.find(func(e event) bool {
+		return e.Type == "warning" && e.Stage == "teardown" && strings.Contains(e.Message, "still removing volume(s)")
+	}); !ok {
+		t.Errorf("no teardown warning event says the engine is still removing the volume:\n%s", tail(p.stdout.String()))
+	}
 	if res.Sync == nil || len(res.Sync.Caches) != 0 || len(res.Sync.CacheNotes) != 1 || !strings.Contains(res.Sync.CacheNotes[0], "not reached through a unix socket") {
 		t.Errorf("sync = %+v, want the cache left out with a note that the engine is on TCP", res.Sync)
 	}

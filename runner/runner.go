@@ -595,6 +595,9 @@ func (r *run) teardown(parent context.Context) {
 	r.res.Stages[idx].Error = td.Error
 	r.mu.Unlock()
 	r.emit(events.Event{Type: events.TeardownFinished, Stage: StageTeardown, Message: td.Status, Data: td})
+	if td.Note != "" {
+		r.emit(events.Event{Type: events.Warning, Stage: StageTeardown, Message: td.Note})
+	}
 }
 
 // teardownContext is the context a deletion runs on: it survives the run's cancellation,
