@@ -140,6 +140,13 @@ type CacheSharer interface {
 	SharedCaches() (shared []Cache, notes []string)
 }
 
+// TeardownNoter is implemented by sandboxes whose Close can leave part of the deletion to
+// the backend after it returns (a docker engine still deleting a volume's files).
+// TeardownNote says what was left, "" when nothing; it is read after Close.
+type TeardownNoter interface {
+	TeardownNote() string
+}
+
 // ProjectLayerer is implemented by sandboxes on this machine that can show the project
 // itself as the read-only lower layer of a copy-on-write workspace instead of receiving a
 // copy: nothing is copied at create time, and teardown removes only what the run wrote.

@@ -522,6 +522,9 @@ type Teardown struct {
 	Status     TeardownStatus `json:"status"`
 	DurationMS int64          `json:"duration_ms"`
 	Error      string         `json:"error,omitempty"`
+	// Note says what the provider's backend was left to finish after the sandbox was
+	// released (the docker engine still deleting a workspace volume's files).
+	Note string `json:"note,omitempty"`
 }
 
 // Write stores r as dir/result.json atomically (temp file + rename), so a reader never sees

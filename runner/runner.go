@@ -579,6 +579,9 @@ func (r *run) teardown(parent context.Context) {
 	if !created {
 		td.Status = result.TeardownKept
 	}
+	if n, ok := sb.(providers.TeardownNoter); ok && err == nil {
+		td.Note = n.TeardownNote()
+	}
 	status := result.StageOK
 	if err != nil {
 		td.Status, td.Error, status = result.TeardownFailed, err.Error(), result.StageFailed
@@ -595,6 +598,9 @@ func (r *run) teardown(parent context.Context) {
 	r.res.Stages[idx].Error = td.Error
 	r.mu.Unlock()
 	r.emit(events.Event{Type: events.TeardownFinished, Stage: result.StageTeardown, Message: string(td.Status), Data: td})
+	if td.Note != "" {
+		r.emit(events.Event{Type: events.Warning, Stage: result.StageTeardown, Message: td.Note})
+	}
 }
 
 // teardownContext is the context a deletion runs on: it survives the run's cancellation,

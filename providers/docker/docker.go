@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,21 +176,41 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		}
 		return nil, fmt.Errorf("create docker sandbox: create workspace volume %s: %w", name, err)
 	}
-	id, err := p.startContainer(ctx, cli, r, name, vol.Name, labels, true)
-	if err != nil && isInitMissing(err) {
-		// No docker-init on this engine: PID 1 becomes a reaping shell loop.
-		id, err = p.startContainer(ctx, cli, r, name, vol.Name, labels, false)
+	caches, cacheNotes, err := shareCaches(ctx, cli, name, labels, spec.Caches, r.workDir)
+	if err != nil {
+		return nil, fmt.Errorf("create docker sandbox: %w", errors.Join(err, removeVolumesNow(ctx, cli, []string{vol.Name})))
+	}
+	id, err := p.start(ctx, cli, r, name, vol.Name, labels, caches)
+	for err != nil && ctx.Err() == nil {
+		// An overlay the engine cannot mount (a lower layer on a file system overlayfs
+		// refuses, say) leaves that cache out, not the run; a failure the engine's message
+		// does not pin on one cache leaves them all out, and the container is tried once
+		// more without them.
+		if len(caches) == 0 {
+			break
+		}
+		var drop []cacheVolumes
+		if i := failedCache(err, caches); i >= 0 {
+			drop, caches = []cacheVolumes{caches[i]}, slices.Delete(slices.Clone(caches), i, i+1)
+		} else {
+			drop, caches = caches, nil
+		}
+		for _, c := range drop {
+			cacheNotes = append(cacheNotes, fmt.Sprintf("cache %s not shared: the container did not start with it: %v", c.Name, err))
+		}
+		if rerr := removeVolumesNow(ctx, cli, cacheVolumeNames(drop)); rerr != nil {
+			cacheNotes = append(cacheNotes, rerr.Error())
+		}
+		id, err = p.start(ctx, cli, r, name, vol.Name, labels, caches)
 	}
 	if err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeByNameTimeout)
-		defer cancel()
-		if verr := removeVolume(rctx, cli, vol.Name); verr != nil {
-			err = errors.Join(err, fmt.Errorf("remove workspace volume %s (gc removes it later): %w", vol.Name, verr))
+		if verr := removeVolumesNow(ctx, cli, append(cacheVolumeNames(caches), vol.Name)); verr != nil {
+			err = errors.Join(err, verr)
 		}
 		return nil, fmt.Errorf("create docker sandbox from %s: %w", r.image, err)
 	}
 	s := &Sandbox{cli: cli, id: id, name: name, owned: true, volume: vol.Name, plainTar: isLocalEngine(cli.DaemonHost()),
-		opts: r, env: spec.Env, closing: make(chan struct{})}
+		caches: caches, cacheNotes: cacheNotes, opts: r, env: spec.Env, closing: make(chan struct{})}
 	if err := s.setupUser(ctx, true); err != nil {
 		return nil, errors.Join(fmt.Errorf("create docker sandbox: %w", err), s.remove(context.WithoutCancel(ctx)))
 	}
@@ -234,8 +255,19 @@ func (s *Sandbox) setupUser(ctx context.Context, chown bool) error {
 	return nil
 }
 
+// start creates and starts the container, with docker-init as PID 1 where the engine
+// has it.
+func (p *Provider) start(ctx context.Context, cli *client.Client, r resolved, name, vol string, labels map[string]string, caches []cacheVolumes) (string, error) {
+	id, err := p.startContainer(ctx, cli, r, name, vol, labels, caches, true)
+	if err != nil && isInitMissing(err) {
+		// No docker-init on this engine: PID 1 becomes a reaping shell loop.
+		id, err = p.startContainer(ctx, cli, r, name, vol, labels, caches, false)
+	}
+	return id, err
+}
+
 // startContainer creates and starts the container; on failure it removes what it made.
-func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r resolved, name, vol string, labels map[string]string, useInit bool) (string, error) {
+func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r resolved, name, vol string, labels map[string]string, caches []cacheVolumes, useInit bool) (string, error) {
 	cfg := &container.Config{
 		Image:      r.image,
 		Entrypoint: keepAlive,
@@ -248,7 +280,7 @@ func (p *Provider) startContainer(ctx context.Context, cli *client.Client, r res
 	host := &container.HostConfig{
 		NetworkMode: container.NetworkMode(r.network),
 		SecurityOpt: []string{"no-new-privileges:true"},
-		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: r.workDir}},
+		Mounts:      append([]mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: r.workDir}}, cacheMounts(caches)...),
 		Resources: container.Resources{
 			Memory:   r.memory,
 			NanoCPUs: r.nanoCPU,
@@ -649,6 +681,13 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
 	}
 	if name, ok := strings.CutPrefix(id, VolumeIDPrefix); ok {
+		// A shared cache's layer is not mounted by the container itself but below its
+		// overlay: the container goes first, so that the overlay is unmounted.
+		if v, err := cli.VolumeInspect(ctx, name); err == nil && strings.HasPrefix(v.Labels[LabelSandbox], NamePrefix) {
+			if err := removeContainer(ctx, cli, v.Labels[LabelSandbox]); err != nil {
+				return fmt.Errorf("delete docker sandbox volume %s: remove container %s: %w", name, v.Labels[LabelSandbox], err)
+			}
+		}
 		if err := removeVolume(ctx, cli, name); err != nil {
 			return fmt.Errorf("delete docker sandbox volume %s: %w", name, err)
 		}
@@ -664,9 +703,18 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	if err := removeContainer(ctx, cli, id); err != nil {
 		return fmt.Errorf("delete docker sandbox %s: %w", id, err)
 	}
+	var vols []string
+	if name := strings.TrimPrefix(info.Name, "/"); strings.HasPrefix(name, NamePrefix) {
+		if vols, err = sandboxCacheVolumes(ctx, cli, name); err != nil {
+			return fmt.Errorf("delete docker sandbox %s: list its cache volumes: %w", id, err)
+		}
+	}
 	if vol := workspaceVolume(info); vol != "" {
+		vols = append(vols, vol)
+	}
+	for _, vol := range vols {
 		if err := removeVolume(ctx, cli, vol); err != nil {
-			return fmt.Errorf("delete docker sandbox %s: remove workspace volume %s: %w", id, vol, err)
+			return fmt.Errorf("delete docker sandbox %s: remove volume %s: %w", id, vol, err)
 		}
 	}
 	return nil

@@ -259,7 +259,7 @@ func TestRemoveAlreadyInProgress(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { p.Delete(context.WithoutCancel(t.Context()), sb.ID()) })
+			t.Cleanup(func() { _ = p.Delete(context.WithoutCancel(t.Context()), sb.ID()) })
 			var other sync.WaitGroup
 			t.Cleanup(other.Wait)
 			var once sync.Once

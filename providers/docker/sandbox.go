@@ -50,8 +50,12 @@ type Sandbox struct {
 	volume string
 	// plainTar: the engine is on a local socket, so uploads go as uncompressed tar.
 	plainTar bool
-	opts     resolved
-	env      map[string]string
+	// caches are the shared caches the container mounts; cacheNotes say why others
+	// are not shared.
+	caches     []cacheVolumes
+	cacheNotes []string
+	opts       resolved
+	env        map[string]string
 
 	mu      sync.Mutex
 	closed  bool
@@ -60,6 +64,8 @@ type Sandbox struct {
 	uid     int           // numeric ids of Options.User, -1 when commands run as the image's user
 	gid     int
 	wg      sync.WaitGroup
+	// teardownNote says what Close left the engine to finish.
+	teardownNote string
 }
 
 var _ providers.Sandbox = (*Sandbox)(nil)
@@ -126,6 +132,11 @@ func (s *Sandbox) environ(extra map[string]string, token string) []string {
 	env := map[string]string{}
 	if s.opts.path != "" {
 		env["PATH"] = s.opts.path
+	}
+	for _, c := range s.caches {
+		for k, v := range c.Env {
+			env[k] = v
+		}
 	}
 	for k, v := range s.env {
 		env[k] = v
@@ -284,6 +295,10 @@ func (s *Sandbox) startExec(ctx context.Context, execID string) (types.HijackedR
 	err = req.Write(conn)
 	if err == nil {
 		resp, err = http.ReadResponse(br, req)
+	}
+	if resp != nil {
+		// A 101's body is empty (http.NoBody): closing it leaves the connection open.
+		defer resp.Body.Close()
 	}
 	close(stop)
 	watch.Wait()
@@ -566,8 +581,12 @@ type readCloser struct {
 }
 
 // Close stops running commands and force-removes the container if this process created
-// it, then its workspace volume. A volume whose removal ctx cuts short is left, labelled,
-// for `talkops sandbox gc`. The second call returns nil.
+// it, then asks the engine to remove its volumes (the workspace and the shared caches'
+// layers). Removing a volume deletes every file in it, which can outlast a cancelled
+// job's teardown budget: Close waits for that at most volumeHandoff, then returns with
+// TeardownNote saying that the engine finishes the removal, which it does whether or not
+// talkops is still there; a volume it does not finish is left, labelled, for
+// `talkops sandbox gc`. The second call returns nil.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -591,17 +610,85 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	return err
 }
 
+var _ providers.TeardownNoter = (*Sandbox)(nil)
+
+// TeardownNote says what Close left the engine to finish, "" when nothing.
+func (s *Sandbox) TeardownNote() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.teardownNote
+}
+
+// Bounds on the removal of a sandbox's volumes.
+const (
+	// volumeHandoff is how long Close waits for the engine to remove the volumes before
+	// it leaves the engine to finish: well inside the 7 s a signal's teardown gets.
+	volumeHandoff = 2 * time.Second
+	// volumeRemovalTimeout bounds the removal requests, which go on after Close returns.
+	volumeRemovalTimeout = 10 * time.Minute
+)
+
 func (s *Sandbox) remove(ctx context.Context) error {
 	if err := removeContainer(ctx, s.cli, s.id); err != nil {
 		return fmt.Errorf("close docker sandbox %s: remove container: %w", s.id, err)
 	}
-	if s.volume == "" {
+	var overlays, layers []string
+	for _, c := range s.caches {
+		overlays = append(overlays, c.overlay)
+		layers = append(layers, c.upper, c.work)
+	}
+	if s.volume != "" {
+		layers = append(layers, s.volume)
+	}
+	if len(layers) == 0 {
 		return nil
 	}
-	if err := removeVolume(ctx, s.cli, s.volume); err != nil {
-		return fmt.Errorf("close docker sandbox %s: remove workspace volume %s (`talkops sandbox gc` removes it later): %w", s.id, s.volume, err)
+	start := time.Now()
+	removed := make(chan error, 1)
+	go func() { // ends when the engine has answered every removal, or volumeRemovalTimeout
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), volumeRemovalTimeout)
+		defer cancel()
+		removed <- removeVolumes(rctx, s.cli, overlays, layers)
+	}()
+	wait := time.NewTimer(volumeHandoff)
+	defer wait.Stop()
+	select {
+	case err := <-removed:
+		if err != nil {
+			return fmt.Errorf("close docker sandbox %s: %w", s.id, err)
+		}
+		return nil
+	case <-wait.C:
+	case <-ctx.Done():
 	}
+	s.mu.Lock()
+	s.teardownNote = fmt.Sprintf("container removed; the engine was still removing volume(s) %s %s after the request and finishes after talkops exits (`talkops sandbox gc` removes any it does not)",
+		strings.Join(append(overlays, layers...), ", "), time.Since(start).Round(time.Millisecond))
+	s.mu.Unlock()
 	return nil
+}
+
+// removeVolumes removes the overlay volumes first (the layers below them must outlive
+// their mounts), then the other volumes side by side: each removal deletes the files in
+// that volume, and the engine removes volumes of different names in parallel.
+func removeVolumes(ctx context.Context, cli *client.Client, overlays, others []string) error {
+	var errs []error
+	for _, v := range overlays {
+		if err := removeVolume(ctx, cli, v); err != nil {
+			errs = append(errs, fmt.Errorf("remove volume %s (`talkops sandbox gc` removes it later): %w", v, err))
+		}
+	}
+	results := make([]error, len(others))
+	var wg sync.WaitGroup
+	for i, v := range others {
+		wg.Go(func() {
+			if err := removeVolume(ctx, cli, v); err != nil {
+				results[i] = fmt.Errorf("remove volume %s (`talkops sandbox gc` removes it later): %w", v, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(append(errs, results...)...)
 }
 
 // chownTar re-encodes a tar stream (gzip-compressed or not) as a plain tar whose entries

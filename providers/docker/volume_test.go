@@ -211,3 +211,52 @@ func TestGCReapsLeftVolumes(t *testing.T) {
 		t.Errorf("after gc, alive = %v", ids)
 	}
 }
+
+// A volume removal the engine does not finish within volumeHandoff does not hold the
+// teardown: Close returns soon after, with a note that says what is left, and gc removes
+// the volume if the engine does not.
+func TestTeardownHandsVolumeRemovalToEngine(t *testing.T) {
+	t.Parallel()
+	ep, p := newEngineProxy(t, Options{})
+	tok := token(t)
+	defer removeLeft(t, p, tok)
+	sb, err := p.Create(t.Context(), providers.Spec{RunID: "handoff", Labels: map[string]string{testLabel: tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	volDelete := regexp.MustCompile(`^/volumes/[^/]+$`)
+	ep.set(func(w http.ResponseWriter, r *http.Request, forward http.Handler) bool {
+		if !match(r, http.MethodDelete, volDelete) {
+			return false
+		}
+		ep.hang(r, make(chan struct{}))
+		return true
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 7*time.Second) // a signal's teardown budget
+	defer cancel()
+	start := time.Now()
+	if err := sb.Close(ctx); err != nil {
+		t.Fatalf("Close with the volume removal still running: %v, want nil", err)
+	}
+	took := time.Since(start)
+	if took < volumeHandoff || ctx.Err() != nil {
+		t.Errorf("Close returned after %s (ctx %v), want after the handoff bound %s and inside the budget", took, ctx.Err(), volumeHandoff)
+	}
+	note := sb.(*Sandbox).TeardownNote()
+	if !strings.Contains(note, "still removing volume(s) "+sb.(*Sandbox).volume) || !strings.Contains(note, "talkops sandbox gc") {
+		t.Errorf("TeardownNote = %q, want it to name the volume and gc", note)
+	}
+	ids, _ := aliveIDs(t.Context(), p, tok)
+	if len(ids) != 1 || ids[0] != VolumeIDPrefix+sb.(*Sandbox).volume {
+		t.Errorf("after Close, left = %v, want only the workspace volume", ids)
+	}
+	ep.set(nil)
+	rep, err := reaper.GCLedger(t.Context(), map[string]providers.Lister{Name: p}, nil, 0, false,
+		reaper.Options{RunID: "handoff", Alive: func(int) bool { return false }, Now: func() time.Time { return time.Now().Add(time.Minute) }})
+	if err != nil {
+		t.Fatalf("gc: %v (report %+v)", err, rep)
+	}
+	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
+		t.Errorf("after gc, left = %v", ids)
+	}
+}

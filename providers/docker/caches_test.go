@@ -1,0 +1,262 @@
+package docker
+
+import (
+	"context"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/reaper"
+)
+
+// cacheDir is a host cache holding mod.zip = "module".
+func cacheDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "mod.zip"), []byte("module"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// createWithCaches creates a sandbox with caches; the test's removeLeft removes what it
+// leaves.
+func createWithCaches(t *testing.T, p *Provider, tok string, caches []providers.Cache) *Sandbox {
+	t.Helper()
+	sb, err := p.Create(t.Context(), providers.Spec{RunID: t.Name(), Labels: map[string]string{testLabel: tok}, Caches: caches})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return sb.(*Sandbox)
+}
+
+// TestCachesAreCopyOnWrite: a shared cache shows at the host's own path with its tool's
+// variable set, the sandbox can write it, the host copy never changes, the next sandbox
+// does not see the first one's writes, and teardown removes every volume of it.
+func TestCachesAreCopyOnWrite(t *testing.T) {
+	t.Parallel()
+	img := testImage(t)
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
+	}
+	tok := token(t)
+	p := New(Options{Image: img})
+	defer p.Close()
+	defer removeLeft(t, p, tok)
+	host := cacheDir(t)
+	before := hostTree(t, host)
+	caches := []providers.Cache{
+		{Name: "go-mod", HostDir: host, Path: host, Env: map[string]string{"GOMODCACHE": host}},
+		{Name: "missing", HostDir: filepath.Join(host, "nope"), Path: "/cache/missing"},
+	}
+	sb := createWithCaches(t, p, tok, caches)
+	shared, notes := sb.SharedCaches()
+	if len(shared) != 1 || shared[0].Name != "go-mod" || len(notes) != 1 || !strings.Contains(notes[0], "cache missing not shared") {
+		t.Fatalf("SharedCaches = %+v, %q", shared, notes)
+	}
+	// The agent reads the cache, poisons an entry, adds one and deletes another.
+	res := run(t, sb, `set -e; cat "$GOMODCACHE/mod.zip"; echo poisoned > "$GOMODCACHE/mod.zip"; echo new > `+host+`/new; mkdir -p `+host+`/d; cat `+host+`/mod.zip`)
+	if got := string(res.Stdout); got != "modulepoisoned\n" {
+		t.Errorf("cache in the sandbox: %q (exit %d, stderr %s)", got, res.ExitCode, res.Stderr)
+	}
+	if after := hostTree(t, host); !maps.Equal(before, after) {
+		t.Errorf("the host cache changed: %v, want %v", after, before)
+	}
+	if res := run(t, sb, "rm "+host+"/mod.zip && test ! -e "+host+"/mod.zip"); res.ExitCode != 0 {
+		t.Errorf("removing a cache entry in the sandbox: exit %d, %s", res.ExitCode, res.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(host, "mod.zip")); err != nil {
+		t.Errorf("a removal in the sandbox reached the host cache: %v", err)
+	}
+	// The next run sees the host copy, not the first one's writes.
+	next := createWithCaches(t, p, tok, caches)
+	if got := string(run(t, next, `cat $GOMODCACHE/mod.zip; test -e $GOMODCACHE/new || echo " clean"`).Stdout); got != "module clean\n" {
+		t.Errorf("the next sandbox sees %q, want the host copy", got)
+	}
+	for _, s := range []*Sandbox{sb, next} {
+		if err := s.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if note := s.TeardownNote(); note != "" {
+			t.Errorf("TeardownNote = %q for a small sandbox, want none", note)
+		}
+	}
+	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
+		t.Errorf("after Close, left = %v, want every container and volume removed", ids)
+	}
+	if after := hostTree(t, host); !maps.Equal(before, after) {
+		t.Errorf("the host cache changed: %v, want %v", after, before)
+	}
+}
+
+// An overlay the engine cannot mount leaves that cache out with a note, and the sandbox
+// is created without it; caches that cannot be layered are refused up front.
+func TestCacheMountFailureFallsBack(t *testing.T) {
+	t.Parallel()
+	img := testImage(t)
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
+	}
+	tok := token(t)
+	p := New(Options{Image: img})
+	defer p.Close()
+	defer removeLeft(t, p, tok)
+	good := cacheDir(t)
+	comma := filepath.Join(t.TempDir(), "a,b")
+	if err := os.Mkdir(comma, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb := createWithCaches(t, p, tok, []providers.Cache{
+		{Name: "procfs", HostDir: "/proc/sys", Path: "/cache/procfs"}, // overlayfs refuses procfs as a lower layer
+		{Name: "inproc", HostDir: good, Path: "/proc/talkops-cache"},  // the runtime refuses a mount there
+		{Name: "comma", HostDir: comma, Path: "/cache/comma"},
+		{Name: "inside", HostDir: good, Path: "/workspace/cache"},
+		{Name: "good", HostDir: good, Path: "/cache/good", Env: map[string]string{"GOOD": "/cache/good"}},
+	})
+	defer closeBounded(t, sb)
+	shared, notes := sb.SharedCaches()
+	if len(shared) != 1 || shared[0].Name != "good" {
+		t.Errorf("shared = %+v, want only good (notes %q)", shared, notes)
+	}
+	want := []string{"cache comma not shared: host directory", "cache inside not shared: sandbox path /workspace/cache overlaps the working directory",
+		"cache procfs not shared: the container did not start with it: ", "cache inproc not shared: the container did not start with it: "}
+	for _, w := range want {
+		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, w) }) {
+			t.Errorf("notes %q: none starts with %q", notes, w)
+		}
+	}
+	if got := string(run(t, sb, `cat "$GOOD/mod.zip"; test -e /cache/procfs || echo " no procfs"`).Stdout); got != "module no procfs\n" {
+		t.Errorf("in the sandbox: %q", got)
+	}
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
+		t.Errorf("after Close, left = %v", ids)
+	}
+}
+
+// A container that does not start with its caches, for a reason the engine's message does
+// not pin on one of them (here two caches at one path: "Duplicate mount point"), starts
+// without any, each named in a note.
+func TestCachesLeftOutWhenTheContainerWillNotStart(t *testing.T) {
+	t.Parallel()
+	img := testImage(t)
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
+	}
+	tok := token(t)
+	p := New(Options{Image: img})
+	defer p.Close()
+	defer removeLeft(t, p, tok)
+	dir := cacheDir(t)
+	sb := createWithCaches(t, p, tok, []providers.Cache{{Name: "one", HostDir: dir, Path: "/cache/same"}, {Name: "two", HostDir: dir, Path: "/cache/same"}})
+	defer closeBounded(t, sb)
+	shared, notes := sb.SharedCaches()
+	if len(shared) != 0 || len(notes) != 2 || !strings.HasPrefix(notes[0], "cache one not shared: the container did not start with it: ") || !strings.HasPrefix(notes[1], "cache two not shared: ") {
+		t.Errorf("SharedCaches = %+v, %q, want none and a note for each", shared, notes)
+	}
+	if res := run(t, sb, "test ! -e /cache/same"); res.ExitCode != 0 {
+		t.Errorf("/cache/same exists in a sandbox without caches")
+	}
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
+		t.Errorf("after Close, left = %v", ids)
+	}
+}
+
+// An engine reached over TCP may be on another machine: caches are not shared, with a
+// note, and the run goes on.
+func TestCachesNotSharedOverTCP(t *testing.T) {
+	t.Parallel()
+	_, p := newEngineProxy(t, Options{})
+	tok := token(t)
+	defer removeLeft(t, p, tok)
+	sb := createWithCaches(t, p, tok, []providers.Cache{{Name: "go-mod", HostDir: cacheDir(t), Path: "/cache/go-mod"}})
+	defer closeBounded(t, sb)
+	shared, notes := sb.SharedCaches()
+	if len(shared) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "not reached through a unix socket") {
+		t.Errorf("SharedCaches over TCP = %+v, %q", shared, notes)
+	}
+	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 2 {
+		t.Errorf("over TCP the sandbox has %v, want its container and workspace volume only", ids)
+	}
+}
+
+// A run killed with its caches mounted, and one whose teardown stopped after the
+// container: gc finds every cache volume by its labels and removes them, in any order.
+func TestGCReapsCacheVolumes(t *testing.T) {
+	t.Parallel()
+	img := testImage(t)
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
+	}
+	tok := token(t)
+	p := New(Options{Image: img})
+	defer p.Close()
+	defer removeLeft(t, p, tok)
+	host := cacheDir(t)
+	caches := []providers.Cache{{Name: "go-mod", HostDir: host, Path: "/cache/go-mod"}, {Name: "other", HostDir: host, Path: "/cache/other"}}
+	spec := providers.Spec{RunID: "gc-cache-" + tok, Labels: map[string]string{testLabel: tok}, Caches: caches}
+	killed, err := p.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, killed, "echo w > /cache/go-mod/written")
+	cut, err := p.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := removeContainer(t.Context(), p.cli, cut.ID()); err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := aliveIDs(t.Context(), p, tok)
+	// Each sandbox: 1 workspace + 2 caches × 3 volumes; the killed one's container too.
+	if len(ids) != 1+7+7 {
+		t.Fatalf("before gc: %d entries %v, want 15", len(ids), ids)
+	}
+	rep, err := reaper.GCLedger(t.Context(), map[string]providers.Lister{Name: p}, nil, 0, false,
+		reaper.Options{RunID: spec.RunID, Alive: func(int) bool { return false }, Now: func() time.Time { return time.Now().Add(time.Minute) }})
+	if err != nil {
+		t.Fatalf("gc: %v (report %+v)", err, rep)
+	}
+	if ids, _ := aliveIDs(context.WithoutCancel(t.Context()), p, tok); len(ids) != 0 {
+		t.Errorf("after gc, left = %v", ids)
+	}
+	if after := hostTree(t, host); len(after) != 1 {
+		t.Errorf("the host cache changed: %v", after)
+	}
+}
+
+// hostTree maps each path under root to its content ("dir" for directories).
+func hostTree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		if d.IsDir() {
+			out[rel] = "dir"
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
