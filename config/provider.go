@@ -229,77 +229,110 @@ func (t ProviderTable) decodeStruct(dst reflect.Value, m map[string]any, path []
 	return nil
 }
 
+// decodeValue decodes one TOML value into dst: the types with their own text form first
+// (durations, times, text unmarshalers), then plain scalars, then arrays and tables.
 func (t ProviderTable) decodeValue(dst reflect.Value, src any, path []string) error {
 	typ := dst.Type()
-	want := func(what string) error {
-		return t.errAt(path, false, fmt.Sprintf("%s: want %s, got %s", t.fullKey(path), what, describe(src)))
-	}
 	if typ.Kind() == reflect.Pointer {
 		if dst.IsNil() {
 			dst.Set(reflect.New(typ.Elem()))
 		}
 		return t.decodeValue(dst.Elem(), src, path)
 	}
+	if done, err := t.decodeText(dst, src, path); done {
+		return err
+	}
+	switch typ.Kind() {
+	case reflect.String, reflect.Bool:
+		return t.decodeBasic(dst, src, path)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return t.decodeNumber(dst, src, path)
+	case reflect.Slice:
+		return t.decodeSlice(dst, src, path)
+	case reflect.Map:
+		return t.decodeMap(dst, src, path)
+	case reflect.Struct:
+		m, ok := src.(map[string]any)
+		if !ok {
+			return t.want(path, "a table", src)
+		}
+		return t.decodeStruct(dst, m, path)
+	case reflect.Interface:
+		if typ.NumMethod() == 0 {
+			dst.Set(reflect.ValueOf(src))
+			return nil
+		}
+	}
+	return fmt.Errorf("config: decode %s: unsupported field type %s", t.fullKey(path), typ)
+}
+
+// want is the error for a value of the wrong TOML type.
+func (t ProviderTable) want(path []string, what string, src any) error {
+	return t.errAt(path, false, fmt.Sprintf("%s: want %s, got %s", t.fullKey(path), what, describe(src)))
+}
+
+// decodeText decodes the types written as strings with a meaning of their own; done is
+// false when dst is none of them.
+func (t ProviderTable) decodeText(dst reflect.Value, src any, path []string) (done bool, err error) {
+	typ := dst.Type()
 	switch {
 	case typ == durationType:
 		s, ok := src.(string)
 		if !ok {
-			return want(`a duration string like "90s"`)
+			return true, t.want(path, `a duration string like "90s"`, src)
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return t.errAt(path, false, fmt.Sprintf("%s: invalid duration %q: want a number with a unit, like \"90s\" or \"5m\"", t.fullKey(path), s))
+			return true, t.errAt(path, false, fmt.Sprintf("%s: invalid duration %q: want a number with a unit, like \"90s\" or \"5m\"", t.fullKey(path), s))
 		}
 		dst.SetInt(int64(d))
-		return nil
+		return true, nil
 	case typ == timeType:
 		tv, ok := src.(time.Time)
 		if !ok {
-			return want("a date-time")
+			return true, t.want(path, "a date-time", src)
 		}
 		dst.Set(reflect.ValueOf(tv))
-		return nil
+		return true, nil
 	case reflect.PointerTo(typ).Implements(textType) && dst.CanAddr():
 		s, ok := src.(string)
 		if !ok {
-			return want("a string")
+			return true, t.want(path, "a string", src)
 		}
 		if err := dst.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			return t.errAt(path, false, fmt.Sprintf("%s: %v", t.fullKey(path), err))
+			return true, t.errAt(path, false, fmt.Sprintf("%s: %v", t.fullKey(path), err))
 		}
-		return nil
+		return true, nil
 	}
-	switch typ.Kind() {
-	case reflect.String:
-		s, ok := src.(string)
-		if !ok {
-			return want("a string")
-		}
-		dst.SetString(s)
-	case reflect.Bool:
+	return false, nil
+}
+
+// decodeBasic decodes a string or a boolean.
+func (t ProviderTable) decodeBasic(dst reflect.Value, src any, path []string) error {
+	if dst.Kind() == reflect.Bool {
 		b, ok := src.(bool)
 		if !ok {
-			return want("a boolean")
+			return t.want(path, "a boolean", src)
 		}
 		dst.SetBool(b)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, ok := src.(int64)
-		if !ok {
-			return want("an integer")
-		}
-		if dst.OverflowInt(n) {
-			return t.errAt(path, false, fmt.Sprintf("%s: %d is out of range", t.fullKey(path), n))
-		}
-		dst.SetInt(n)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, ok := src.(int64)
-		if !ok {
-			return want("a non-negative integer")
-		}
-		if n < 0 || dst.OverflowUint(uint64(n)) {
-			return t.errAt(path, false, fmt.Sprintf("%s: %d is out of range", t.fullKey(path), n))
-		}
-		dst.SetUint(uint64(n))
+		return nil
+	}
+	s, ok := src.(string)
+	if !ok {
+		return t.want(path, "a string", src)
+	}
+	dst.SetString(s)
+	return nil
+}
+
+// decodeNumber decodes an integer or a float, refusing values the field cannot hold.
+func (t ProviderTable) decodeNumber(dst reflect.Value, src any, path []string) error {
+	outOfRange := func(v any) error {
+		return t.errAt(path, false, fmt.Sprintf("%s: %v is out of range", t.fullKey(path), v))
+	}
+	switch dst.Kind() {
 	case reflect.Float32, reflect.Float64:
 		var f float64
 		switch n := src.(type) {
@@ -308,52 +341,67 @@ func (t ProviderTable) decodeValue(dst reflect.Value, src any, path []string) er
 		case int64:
 			f = float64(n)
 		default:
-			return want("a number")
+			return t.want(path, "a number", src)
 		}
 		if dst.OverflowFloat(f) {
-			return t.errAt(path, false, fmt.Sprintf("%s: %v is out of range", t.fullKey(path), f))
+			return outOfRange(f)
 		}
 		dst.SetFloat(f)
-	case reflect.Slice:
-		arr, ok := src.([]any)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, ok := src.(int64)
 		if !ok {
-			return want("an array")
+			return t.want(path, "a non-negative integer", src)
 		}
-		s := reflect.MakeSlice(typ, len(arr), len(arr))
-		for i, e := range arr {
-			if err := t.decodeValue(s.Index(i), e, append(slices.Clone(path), "#"+strconv.Itoa(i))); err != nil {
-				return err
-			}
+		if n < 0 || dst.OverflowUint(uint64(n)) {
+			return outOfRange(n)
 		}
-		dst.Set(s)
-	case reflect.Map:
-		m, ok := src.(map[string]any)
-		if !ok || typ.Key().Kind() != reflect.String {
-			return want("a table")
-		}
-		mv := reflect.MakeMapWithSize(typ, len(m))
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			ev := reflect.New(typ.Elem()).Elem()
-			if err := t.decodeValue(ev, m[k], append(slices.Clone(path), k)); err != nil {
-				return err
-			}
-			mv.SetMapIndex(reflect.ValueOf(k).Convert(typ.Key()), ev)
-		}
-		dst.Set(mv)
-	case reflect.Struct:
-		m, ok := src.(map[string]any)
-		if !ok {
-			return want("a table")
-		}
-		return t.decodeStruct(dst, m, path)
-	case reflect.Interface:
-		if typ.NumMethod() != 0 {
-			return fmt.Errorf("config: decode %s: unsupported field type %s", t.fullKey(path), typ)
-		}
-		dst.Set(reflect.ValueOf(src))
+		dst.SetUint(uint64(n))
 	default:
-		return fmt.Errorf("config: decode %s: unsupported field type %s", t.fullKey(path), typ)
+		n, ok := src.(int64)
+		if !ok {
+			return t.want(path, "an integer", src)
+		}
+		if dst.OverflowInt(n) {
+			return outOfRange(n)
+		}
+		dst.SetInt(n)
 	}
+	return nil
+}
+
+// decodeSlice decodes an array element by element; errors name the element (KEY#N).
+func (t ProviderTable) decodeSlice(dst reflect.Value, src any, path []string) error {
+	arr, ok := src.([]any)
+	if !ok {
+		return t.want(path, "an array", src)
+	}
+	s := reflect.MakeSlice(dst.Type(), len(arr), len(arr))
+	for i, e := range arr {
+		if err := t.decodeValue(s.Index(i), e, append(slices.Clone(path), "#"+strconv.Itoa(i))); err != nil {
+			return err
+		}
+	}
+	dst.Set(s)
+	return nil
+}
+
+// decodeMap decodes a table with string keys into a map, in key order so the first error
+// is always the same.
+func (t ProviderTable) decodeMap(dst reflect.Value, src any, path []string) error {
+	typ := dst.Type()
+	m, ok := src.(map[string]any)
+	if !ok || typ.Key().Kind() != reflect.String {
+		return t.want(path, "a table", src)
+	}
+	mv := reflect.MakeMapWithSize(typ, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		ev := reflect.New(typ.Elem()).Elem()
+		if err := t.decodeValue(ev, m[k], append(slices.Clone(path), k)); err != nil {
+			return err
+		}
+		mv.SetMapIndex(reflect.ValueOf(k).Convert(typ.Key()), ev)
+	}
+	dst.Set(mv)
 	return nil
 }
 

@@ -191,8 +191,6 @@ func (c *runCmd) planReports(opts *runner.Options) error {
 		return runner.Usagef("--report-dir %s: %v", opts.ReportDir, err)
 	}
 	c.report.Dir, c.report.ResultPath = opts.ReportDir, filepath.Join(opts.ReportDir, "result.json")
-	for _, p := range report.Detect(c.report) {
-		opts.Publishers = append(opts.Publishers, p)
-	}
+	opts.Publishers = append(opts.Publishers, report.Detect(c.report)...)
 	return nil
 }
