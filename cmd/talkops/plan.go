@@ -121,20 +121,26 @@ func (c *runCmd) planWork(a *app, cfg *config.Config, reportDir string, sink eve
 	redactor := hygiene.NewRedactor(c.report.Secrets...)
 	w.redact = redactor.Redact
 
+	newModel := func(spec string) (model.Model, string, error) {
+		m, err := session.NewModel(spec, cfg.Model.BaseURL, a.getenv)
+		if err != nil {
+			return nil, "", err
+		}
+		return m, session.ModelName(spec, m), nil
+	}
 	var agentModel model.Model
 	agentSpec := cfg.Model.Name
 	if text != "" {
-		if agentModel, err = session.NewModel(agentSpec, cfg.Model.BaseURL, a.getenv); err != nil {
+		if agentModel, agentSpec, err = newModel(agentSpec); err != nil {
 			return w, err
 		}
-		agentSpec = session.ModelName(agentSpec, agentModel)
 	}
 	if c.Rubric != "" {
 		if w.rubric, err = rubric.Parse(rubric.ResolveSpec(c.Rubric, a.workDir), cfg.ProjectDir); err != nil {
 			return w, err
 		}
 		if len(w.rubric.Criteria) > 0 {
-			if w.judge, err = gate.NewJudge(cfg, w.rubric, agentModel, agentSpec, a.getenv, redactor.Redact, sink); err != nil {
+			if w.judge, err = gate.NewJudge(cfg, w.rubric, agentModel, agentSpec, newModel, redactor.Redact, sink); err != nil {
 				return w, err
 			}
 		}
