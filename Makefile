@@ -29,7 +29,9 @@ fmt:
 
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet -tags talkops_testprovider ./cmd/talkops ./faulttest
 	$(GO) run $(GOLANGCI) run $(PKGS)
+	$(GO) run $(GOLANGCI) run --build-tags talkops_testprovider ./cmd/talkops
 
 # proto regenerates the Modal gRPC stubs (needs protoc: apt-get install protobuf-compiler).
 proto:
