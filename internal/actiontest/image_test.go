@@ -57,6 +57,11 @@ func buildImages(t *testing.T, root string) (img, nonroot string) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "bash", filepath.Join(root, ".ci", "image.sh"))
 	cmd.Dir = root
+	// Tags of this test run only: another checkout building talkops:ci on the same engine
+	// at the same time must not swap the image under this test.
+	tag := "talkops-test:" + strconv.Itoa(os.Getpid())
+	cmd.Env = append(os.Environ(), "TALKOPS_IMAGE="+tag, "TALKOPS_IMAGE_NONROOT="+tag+"-nonroot")
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", tag, tag+"-nonroot").Run() }) // t.Context() is done by now
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -214,7 +219,7 @@ func signalTest(t *testing.T, img string) {
 		t.Fatal(err)
 	}
 	id = strings.TrimSpace(id)
-	t.Cleanup(func() { _, _ = docker(t, "rm", "-f", id) })
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", id).Run() }) // t.Context() is done by now
 
 	// Wait until the check is running: result.json exists and records the rubric stage.
 	resultPath := filepath.Join(proj, "out", "result.json")
