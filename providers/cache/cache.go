@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,6 +35,8 @@ type preset struct {
 type dirSpec struct {
 	name    string            // cache name and directory under Root
 	host    string            // host directory, "" when not found
+	home    bool              // an empty writable home at host's sandbox path (see toolHome)
+	within  string            // set for a part of a home: its path relative to that home
 	env     map[string]string // set inside the sandbox; "%s" is the sandbox path
 	comment string            // where the host directory came from, for notes
 }
@@ -54,16 +57,16 @@ var presets = map[string]preset{
 		dir := e.first(e.getenv("PIP_CACHE_DIR"), e.xdgCache("pip"))
 		return []dirSpec{{name: "pip", host: dir, env: map[string]string{"PIP_CACHE_DIR": "%s"}, comment: "PIP_CACHE_DIR or ~/.cache/pip"}}
 	}},
-	"cargo": {"Cargo's home with its registry and git checkouts (CARGO_HOME or ~/.cargo)", func(e env) []dirSpec {
-		dir := e.first(e.getenv("CARGO_HOME"), e.home(".cargo"))
-		return []dirSpec{{name: "cargo", host: dir, env: map[string]string{"CARGO_HOME": "%s"}, comment: "CARGO_HOME or ~/.cargo"}}
+	"cargo": {"Cargo's registry and git checkouts (CARGO_HOME or ~/.cargo: registry/, git/)", func(e env) []dirSpec {
+		return e.toolHome("cargo", "CARGO_HOME", e.first(e.getenv("CARGO_HOME"), e.home(".cargo")), "CARGO_HOME or ~/.cargo",
+			"registry", "git")
 	}},
 	"maven": {"Maven's local repository (~/.m2/repository)", func(e env) []dirSpec {
 		return []dirSpec{{name: "maven", host: e.home(".m2", "repository"), env: map[string]string{"MAVEN_OPTS": "-Dmaven.repo.local=%s"}, comment: "~/.m2/repository"}}
 	}},
-	"gradle": {"Gradle's user home (GRADLE_USER_HOME or ~/.gradle)", func(e env) []dirSpec {
-		dir := e.first(e.getenv("GRADLE_USER_HOME"), e.home(".gradle"))
-		return []dirSpec{{name: "gradle", host: dir, env: map[string]string{"GRADLE_USER_HOME": "%s"}, comment: "GRADLE_USER_HOME or ~/.gradle"}}
+	"gradle": {"Gradle's dependency caches and wrapper distributions (GRADLE_USER_HOME or ~/.gradle: caches/, wrapper/dists/)", func(e env) []dirSpec {
+		return e.toolHome("gradle", "GRADLE_USER_HOME", e.first(e.getenv("GRADLE_USER_HOME"), e.home(".gradle")), "GRADLE_USER_HOME or ~/.gradle",
+			"caches", "wrapper/dists")
 	}},
 	"terraform": {"Terraform's plugin cache (TF_PLUGIN_CACHE_DIR or ~/.terraform.d/plugin-cache)", func(e env) []dirSpec {
 		dir := e.first(e.getenv("TF_PLUGIN_CACHE_DIR"), e.home(".terraform.d", "plugin-cache"))
@@ -121,6 +124,7 @@ func Resolve(ctx context.Context, entries []string, getenv func(string) string) 
 			sum := sha256.Sum256([]byte(clean))
 			specs = []dirSpec{{name: "dir-" + filepath.Base(clean) + "-" + hex.EncodeToString(sum[:4]), host: clean}}
 		}
+		homePath := ""
 		for _, d := range specs {
 			if seen[d.name] {
 				continue
@@ -128,10 +132,19 @@ func Resolve(ctx context.Context, entries []string, getenv func(string) string) 
 			seen[d.name] = true
 			if d.host == "" || !filepath.IsAbs(d.host) {
 				notes = append(notes, fmt.Sprintf("cache %s not shared: no host directory found (%s)", d.name, d.comment))
+				if d.home {
+					break // its parts have no home to appear in
+				}
 				continue
 			}
 			host := filepath.Clean(d.host)
 			c := providers.Cache{Name: d.name, HostDir: host, Path: sandboxPath(host, d.name)}
+			switch {
+			case d.home:
+				c.HostDir, homePath = "", c.Path
+			case d.within != "":
+				c.Path = path.Join(homePath, d.within)
+			}
 			if len(d.env) > 0 {
 				c.Env = map[string]string{}
 				for k, v := range d.env {
@@ -183,6 +196,28 @@ func (e env) home(parts ...string) string {
 		return ""
 	}
 	return filepath.Join(append([]string{h}, parts...)...)
+}
+
+// toolHome shares only the cache parts of a tool's home directory (the parts, relative
+// paths such as "registry"), never the home itself: homes also hold registry tokens
+// (~/.cargo/credentials.toml), repository passwords and signing keys
+// (~/.gradle/gradle.properties), configuration that may carry either, and scripts or
+// binaries the tool runs (init.d/, bin/). The home appears as an empty directory of the
+// sandbox's own, writable because the tools write locks and state there, with the parts
+// layered over the host's at the same relative paths and variable pointing the tool at
+// it.
+func (e env) toolHome(name, variable, dir, comment string, parts ...string) []dirSpec {
+	specs := []dirSpec{{name: name + "-home", host: dir, home: true, env: map[string]string{variable: "%s"}, comment: comment}}
+	if dir == "" {
+		return specs
+	}
+	for _, p := range parts {
+		specs = append(specs, dirSpec{
+			name: name + "-" + strings.ReplaceAll(p, "/", "-"), host: filepath.Join(dir, p), within: p,
+			comment: variable + "/" + p,
+		})
+	}
+	return specs
 }
 
 func (e env) xdgCache(name string) string {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
+	"github.com/talkops/talkops/providers/cache/cachetest"
 	"github.com/talkops/talkops/reaper"
 )
 
@@ -259,4 +261,48 @@ func hostTree(t *testing.T, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestToolHomesHideCredentials: the cargo and gradle presets over homes holding registry
+// tokens, configuration and init scripts. The container sees the cache entries at the
+// tools' homes, not one credential file, can write the homes as the tools do (as root and
+// as another user), the host homes never change, and teardown leaves nothing.
+func TestToolHomesHideCredentials(t *testing.T) {
+	t.Parallel()
+	img := testImage(t)
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
+	}
+	dir := t.TempDir()
+	env := cachetest.Homes(t, dir)
+	before := cachetest.Tree(t, dir)
+	caches, notes, err := cache.Resolve(t.Context(), []string{"cargo", "gradle"}, func(k string) string { return env[k] })
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("Resolve: %v, notes %q", err, notes)
+	}
+	for _, user := range []string{"", "1000:1000"} {
+		t.Run("user="+user, func(t *testing.T) {
+			tok := token(t)
+			p := New(Options{Image: img, User: user})
+			defer p.Close()
+			defer removeLeft(t, p, tok)
+			sb := createWithCaches(t, p, tok, caches)
+			if shared, notes := sb.SharedCaches(); len(shared) != len(caches) {
+				t.Fatalf("SharedCaches = %+v, notes %q; want all %d", shared, notes, len(caches))
+			}
+			res := run(t, sb, cachetest.Script(dir))
+			if got, want := string(res.Stdout), cachetest.WantOutput(); got != want {
+				t.Errorf("the container printed\n%s\nwant\n%s\n(stderr %s)", got, want, res.Stderr)
+			}
+			if err := sb.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
+				t.Errorf("after Close, left = %v", ids)
+			}
+			if after := cachetest.Tree(t, dir); !maps.Equal(before, after) {
+				t.Errorf("the host homes changed: %v, want %v", after, before)
+			}
+		})
+	}
 }
