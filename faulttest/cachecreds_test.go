@@ -16,7 +16,7 @@ import (
 // over homes holding registry tokens and repository passwords, on bwrap and on docker:
 // the checks that read the credential files fail and find nothing, the secret appears in
 // no output or report, while the cache entries are there and the homes writable, and the
-// host homes never change.
+// host homes never change. result.json says where the workspace was.
 func TestCachePresetsHideCredentials(t *testing.T) {
 	t.Parallel()
 	for _, provider := range []string{pBwrap, pDocker} {
@@ -74,7 +74,13 @@ run = 'grep -qx "serde index" "$CARGO_HOME/registry/index/crates.io/se/rd/serde"
 				}
 			}
 			if res.Sync == nil || len(res.Sync.Caches) != 6 || strings.Contains(strings.Join(res.Sync.CacheNotes, "\n"), "not shared") {
-				t.Errorf("sync = %+v, want the homes and four cache parts shared", res.Sync)
+				t.Fatalf("sync = %+v, want the homes and four cache parts shared", res.Sync)
+			}
+			// The project lies under /tmp: docker shows the workspace at its path, bwrap
+			// (whose sandbox has a /tmp of its own) at /workspace with a note.
+			wantWorkDir := map[string]string{pBwrap: "/workspace", pDocker: dir}[provider]
+			if res.Sandbox.WorkDir != wantWorkDir || res.Sync.RemoteTarget != wantWorkDir {
+				t.Errorf("sandbox.work_dir %q, sync.remote_target %q; want %q", res.Sandbox.WorkDir, res.Sync.RemoteTarget, wantWorkDir)
 			}
 			leaks := []string{stdout, stderr}
 			_ = filepath.WalkDir(reportDir, func(p string, d os.DirEntry, err error) error {

@@ -157,8 +157,9 @@ func Resolve(ctx context.Context, entries []string, getenv func(string) string) 
 	return caches, notes, nil
 }
 
-// systemDirs hold the sandbox's own system; a cache is never mounted over or inside them.
-var systemDirs = []string{"/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/workspace", Root}
+// systemDirs hold the sandbox's own system; neither a cache nor the workspace at the
+// project's path is mounted over or inside them.
+var systemDirs = []string{"/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // sandboxPath is where the sandbox sees a cache: at the host's own path where that is
 // possible, because build caches key their entries by the paths of what they built (Go's
@@ -168,8 +169,9 @@ func sandboxPath(host, name string) string {
 	if host == "/" || host == "/tmp" || host == "/home" || host == "/root" {
 		return Root + "/" + name
 	}
-	for _, d := range systemDirs {
-		if host == d || strings.HasPrefix(host, d+"/") {
+	// Nor over the default workspace or Root.
+	for _, d := range append(slices.Clone(systemDirs), "/workspace", Root) {
+		if within(host, d) {
 			return Root + "/" + name
 		}
 	}
@@ -246,4 +248,40 @@ func (e env) goEnv(names ...string) map[string]string {
 	out["GOMODCACHE"] = e.first(e.getenv("GOMODCACHE"), filepath.Join(e.first(e.getenv("GOPATH"), e.home("go")), "pkg", "mod"))
 	out["GOCACHE"] = e.first(e.getenv("GOCACHE"), e.xdgCache("go-build"))
 	return out
+}
+
+// ProjectWorkDir is where a sandbox that shares caches shows the workspace when no working
+// directory is configured: at the project's own host path, because build caches also key
+// entries by the source directory (Go's action ids include it), so a workspace at another
+// path misses for every package of the project. It is still the sandbox's copy or layer of
+// the synced view, never the host directory. The error says why the path cannot be used:
+// it is not absolute, it is or lies inside a directory holding the sandbox's system (or
+// Root, /tmp's root, /home or /root themselves), inside one of the provider's own
+// directories (reserved: its home, a tmpfs it mounts), or it overlaps a shared cache.
+func ProjectWorkDir(project string, shared []providers.Cache, reserved ...string) (string, error) {
+	if !filepath.IsAbs(project) {
+		return "", fmt.Errorf("the project directory %q is not absolute", project)
+	}
+	dir := filepath.Clean(project)
+	for _, top := range []string{"/", "/tmp", "/home", "/root"} {
+		if dir == top {
+			return "", fmt.Errorf("%s would hide the sandbox's own %s", dir, top)
+		}
+	}
+	for _, sys := range append(append(slices.Clone(systemDirs), Root), reserved...) {
+		if within(dir, sys) {
+			return "", fmt.Errorf("%s is inside %s, which the sandbox mounts itself", dir, sys)
+		}
+	}
+	for _, c := range shared {
+		if within(dir, c.Path) || within(c.Path, dir) {
+			return "", fmt.Errorf("%s overlaps the cache %s at %s", dir, c.Name, c.Path)
+		}
+	}
+	return dir, nil
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

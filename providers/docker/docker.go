@@ -32,6 +32,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
 )
 
 // Name is the provider id users type: --sandbox docker.
@@ -176,7 +177,20 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		}
 		return nil, fmt.Errorf("create docker sandbox: create workspace volume %s: %w", name, err)
 	}
+	var workNote string
+	if len(spec.Caches) > 0 && localEngine(cli) && spec.ProjectDir != "" && spec.WorkDir == "" && p.opts.WorkingDir == "" {
+		// As on bwrap: build caches key entries by the source directory, so the workspace
+		// (still the volume the project is synced into) appears at the project's path.
+		if dir, err := cache.ProjectWorkDir(spec.ProjectDir, spec.Caches); err == nil {
+			r.workDir = dir
+		} else {
+			workNote = fmt.Sprintf("workspace at %s, not the project's path (build caches keyed by path miss for the project's own packages): %v", r.workDir, err)
+		}
+	}
 	caches, cacheNotes, err := shareCaches(ctx, cli, name, labels, spec.Caches, r.workDir)
+	if workNote != "" {
+		cacheNotes = append(cacheNotes, workNote)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create docker sandbox: %w", errors.Join(err, removeVolumesNow(ctx, cli, []string{vol.Name})))
 	}
