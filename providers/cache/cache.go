@@ -281,6 +281,12 @@ func ProjectWorkDir(project string, shared []providers.Cache, reserved ...string
 	return dir, nil
 }
 
+// WorkDirNote is the note a sandbox records when ProjectWorkDir refused the project's path
+// and the workspace stayed at workDir.
+func WorkDirNote(workDir string, err error) string {
+	return fmt.Sprintf("workspace at %s, not the project's path (build caches keyed by path miss for the project's own packages): %v", workDir, err)
+}
+
 // within reports whether p is dir or lies below it.
 func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")

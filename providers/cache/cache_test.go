@@ -136,3 +136,34 @@ func TestToolHomesShareOnlyCaches(t *testing.T) {
 		t.Errorf("cargo without HOME: %+v, %q", caches, notes)
 	}
 }
+
+func TestProjectWorkDir(t *testing.T) {
+	shared := []providers.Cache{{Name: "go-mod", Path: "/home/u/go/pkg/mod"}}
+	for _, tt := range []struct {
+		project  string
+		reserved []string
+		want     string // "" means refused
+		why      string
+	}{
+		{project: "/home/u/src/app", want: "/home/u/src/app"},
+		{project: "/home/u/src/app/", want: "/home/u/src/app"},
+		{project: "/tmp/app", want: "/tmp/app"},
+		{project: "/tmp/app", reserved: []string{"/tmp"}, why: "inside /tmp"},
+		{project: "/home/sandbox/app", reserved: []string{"/home/sandbox"}, why: "inside /home/sandbox"},
+		{project: "relative/app", why: "not absolute"},
+		{project: "/", why: "would hide"},
+		{project: "/home", why: "would hide"},
+		{project: "/root", why: "would hide"},
+		{project: "/usr/src/app", why: "inside /usr"},
+		{project: "/lib64", why: "inside /lib64"},
+		{project: "/cache/x", why: "inside /cache"},
+		{project: "/home/u/go", why: "overlaps the cache go-mod"},
+		{project: "/home/u/go/pkg/mod/x", why: "overlaps the cache go-mod"},
+		{project: "/usrlocal/app", want: "/usrlocal/app"},
+	} {
+		got, err := ProjectWorkDir(tt.project, shared, tt.reserved...)
+		if got != tt.want || (tt.want == "") != (err != nil) || (err != nil && !strings.Contains(err.Error(), tt.why)) {
+			t.Errorf("ProjectWorkDir(%q, %q) = %q, %v; want %q (error containing %q)", tt.project, tt.reserved, got, err, tt.want, tt.why)
+		}
+	}
+}
