@@ -126,7 +126,9 @@ type Spec struct {
 type Cache struct {
 	// Name identifies the cache in messages and results ("go-mod", "npm", ...).
 	Name string `json:"name"`
-	// HostDir is the absolute host directory shared read-only as the lower layer.
+	// HostDir is the absolute host directory shared read-only as the lower layer. "" is a
+	// tool's home whose cache parts are other caches below Path: the sandbox sees an empty
+	// directory of its own there, writable and discarded with it, and nothing of the host's.
 	HostDir string `json:"host_dir"`
 	// Path is where the sandbox sees it (absolute).
 	Path string `json:"path"`

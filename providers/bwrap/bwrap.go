@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
 )
 
 // Name is the provider id users type: --sandbox bwrap.
@@ -164,7 +165,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 				return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 			}
 		} else {
-			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("workspace at %s, not the project's path (build caches keyed by path miss for the project's own packages): %v", r.workDir, err))
+			s.cacheNotes = append(s.cacheNotes, cache.WorkDirNote(r.workDir, err))
 		}
 	}
 	// The probe runs the real profile once: bad binds, a broken rootfs or a cgroup

@@ -10,6 +10,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
 )
 
 // Defaults applied when an Options field is left at its zero value.
@@ -243,29 +244,20 @@ func checkSandboxDir(dir string) error {
 }
 
 // projectWorkDir is the project's own host path when it can be the sandbox's working
-// directory, or why not: it must be a path the profile leaves free (not under a system
-// directory, /tmp or the home directory), no rootfs may be in use (its top-level
-// directory would be hidden), and no shared cache or read-only bind may overlap it.
+// directory, or why not: the rules every provider shares (cache.ProjectWorkDir), with the
+// profile's /tmp and home reserved, no rootfs in use (its top-level directory would be
+// hidden), and no read-only bind inside it.
 func projectWorkDir(project string, r resolved, caches []mountedCache) (string, error) {
-	if !filepath.IsAbs(project) {
-		return "", fmt.Errorf("the project directory %q is not absolute", project)
+	shared := make([]providers.Cache, len(caches))
+	for i, c := range caches {
+		shared[i] = c.Cache
 	}
-	dir := filepath.Clean(project)
+	dir, err := cache.ProjectWorkDir(project, shared, "/tmp", HomeDir)
+	if err != nil {
+		return "", err
+	}
 	if r.rootfs != "" {
 		return "", fmt.Errorf("a rootfs is in use; set working_dir to choose the path")
-	}
-	if err := checkSandboxDir(dir); err != nil {
-		return "", fmt.Errorf("%s: %w", dir, err)
-	}
-	for _, sys := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys", HomeDir} {
-		if within(dir, sys) {
-			return "", fmt.Errorf("%s is inside %s, which the sandbox profile mounts", dir, sys)
-		}
-	}
-	for _, c := range caches {
-		if within(dir, c.Path) || within(c.Path, dir) {
-			return "", fmt.Errorf("%s overlaps the cache %s at %s", dir, c.Name, c.Path)
-		}
 	}
 	for _, b := range r.roBinds {
 		if within(b, dir) && b != dir {

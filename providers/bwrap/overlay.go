@@ -416,12 +416,22 @@ func (s *Sandbox) mountCaches(ctx context.Context, caches []providers.Cache) {
 		return
 	}
 	for i, c := range caches {
+		target := filepath.Join(s.dir, "caches", strconv.Itoa(i))
+		if c.HostDir == "" {
+			// A tool's home: an empty directory of the sandbox's own, which the sandbox
+			// user owns through the user namespace's mapping, as it owns the workspace.
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
+				continue
+			}
+			s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target})
+			continue
+		}
 		if fi, err := os.Stat(c.HostDir); err != nil || !fi.IsDir() {
 			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %s is not a directory on the host", c.Name, c.HostDir))
 			continue
 		}
 		d := s.layerDirs("cache-" + strconv.Itoa(i))
-		target := filepath.Join(s.dir, "caches", strconv.Itoa(i))
 		err := d.create()
 		if err == nil {
 			err = os.MkdirAll(target, 0o755)

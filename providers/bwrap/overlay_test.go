@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
+	"github.com/talkops/talkops/providers/cache/cachetest"
 	"github.com/talkops/talkops/providers/workspace"
 )
 
@@ -547,5 +549,31 @@ func TestCacheMetadataChangeCopiesNoData(t *testing.T) {
 	}
 	if fi, err := os.Stat(entry); err != nil || !fi.ModTime().Equal(old) {
 		t.Errorf("the host entry changed: %v, %v", fi.ModTime(), err)
+	}
+}
+
+// TestToolHomesHideCredentials: the cargo and gradle presets over homes holding registry
+// tokens, configuration and init scripts. The sandbox sees the cache entries at the
+// tools' homes, not one credential file, can write the homes as the tools do, and the
+// host homes never change.
+func TestToolHomesHideCredentials(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := cachetest.Homes(t, dir)
+	before := cachetest.Tree(t, dir)
+	caches, notes, err := cache.Resolve(t.Context(), []string{"cargo", "gradle"}, func(k string) string { return env[k] })
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("Resolve: %v, notes %q", err, notes)
+	}
+	sb := newSandbox(t, Options{}, providers.Spec{Caches: caches})
+	if shared, notes := sb.SharedCaches(); len(shared) != len(caches) {
+		t.Fatalf("SharedCaches = %+v, notes %q; want all %d", shared, notes, len(caches))
+	}
+	res := run(t, sb, cachetest.Script(dir))
+	if got, want := string(res.Stdout), cachetest.WantOutput(); got != want {
+		t.Errorf("the sandbox printed\n%s\nwant\n%s\n(stderr %s)", got, want, res.Stderr)
+	}
+	if after := cachetest.Tree(t, dir); !cmp.Equal(before, after) {
+		t.Errorf("the host homes changed:\n%s", cmp.Diff(before, after))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,6 +35,8 @@ type preset struct {
 type dirSpec struct {
 	name    string            // cache name and directory under Root
 	host    string            // host directory, "" when not found
+	home    bool              // an empty writable home at host's sandbox path (see toolHome)
+	within  string            // set for a part of a home: its path relative to that home
 	env     map[string]string // set inside the sandbox; "%s" is the sandbox path
 	comment string            // where the host directory came from, for notes
 }
@@ -54,16 +57,16 @@ var presets = map[string]preset{
 		dir := e.first(e.getenv("PIP_CACHE_DIR"), e.xdgCache("pip"))
 		return []dirSpec{{name: "pip", host: dir, env: map[string]string{"PIP_CACHE_DIR": "%s"}, comment: "PIP_CACHE_DIR or ~/.cache/pip"}}
 	}},
-	"cargo": {"Cargo's home with its registry and git checkouts (CARGO_HOME or ~/.cargo)", func(e env) []dirSpec {
-		dir := e.first(e.getenv("CARGO_HOME"), e.home(".cargo"))
-		return []dirSpec{{name: "cargo", host: dir, env: map[string]string{"CARGO_HOME": "%s"}, comment: "CARGO_HOME or ~/.cargo"}}
+	"cargo": {"Cargo's registry and git checkouts (CARGO_HOME or ~/.cargo: registry/, git/)", func(e env) []dirSpec {
+		return e.toolHome("cargo", "CARGO_HOME", e.first(e.getenv("CARGO_HOME"), e.home(".cargo")), "CARGO_HOME or ~/.cargo",
+			"registry", "git")
 	}},
 	"maven": {"Maven's local repository (~/.m2/repository)", func(e env) []dirSpec {
 		return []dirSpec{{name: "maven", host: e.home(".m2", "repository"), env: map[string]string{"MAVEN_OPTS": "-Dmaven.repo.local=%s"}, comment: "~/.m2/repository"}}
 	}},
-	"gradle": {"Gradle's user home (GRADLE_USER_HOME or ~/.gradle)", func(e env) []dirSpec {
-		dir := e.first(e.getenv("GRADLE_USER_HOME"), e.home(".gradle"))
-		return []dirSpec{{name: "gradle", host: dir, env: map[string]string{"GRADLE_USER_HOME": "%s"}, comment: "GRADLE_USER_HOME or ~/.gradle"}}
+	"gradle": {"Gradle's dependency caches and wrapper distributions (GRADLE_USER_HOME or ~/.gradle: caches/, wrapper/dists/)", func(e env) []dirSpec {
+		return e.toolHome("gradle", "GRADLE_USER_HOME", e.first(e.getenv("GRADLE_USER_HOME"), e.home(".gradle")), "GRADLE_USER_HOME or ~/.gradle",
+			"caches", "wrapper/dists")
 	}},
 	"terraform": {"Terraform's plugin cache (TF_PLUGIN_CACHE_DIR or ~/.terraform.d/plugin-cache)", func(e env) []dirSpec {
 		dir := e.first(e.getenv("TF_PLUGIN_CACHE_DIR"), e.home(".terraform.d", "plugin-cache"))
@@ -121,6 +124,7 @@ func Resolve(ctx context.Context, entries []string, getenv func(string) string) 
 			sum := sha256.Sum256([]byte(clean))
 			specs = []dirSpec{{name: "dir-" + filepath.Base(clean) + "-" + hex.EncodeToString(sum[:4]), host: clean}}
 		}
+		homePath := ""
 		for _, d := range specs {
 			if seen[d.name] {
 				continue
@@ -128,10 +132,19 @@ func Resolve(ctx context.Context, entries []string, getenv func(string) string) 
 			seen[d.name] = true
 			if d.host == "" || !filepath.IsAbs(d.host) {
 				notes = append(notes, fmt.Sprintf("cache %s not shared: no host directory found (%s)", d.name, d.comment))
+				if d.home {
+					break // its parts have no home to appear in
+				}
 				continue
 			}
 			host := filepath.Clean(d.host)
 			c := providers.Cache{Name: d.name, HostDir: host, Path: sandboxPath(host, d.name)}
+			switch {
+			case d.home:
+				c.HostDir, homePath = "", c.Path
+			case d.within != "":
+				c.Path = path.Join(homePath, d.within)
+			}
 			if len(d.env) > 0 {
 				c.Env = map[string]string{}
 				for k, v := range d.env {
@@ -144,8 +157,9 @@ func Resolve(ctx context.Context, entries []string, getenv func(string) string) 
 	return caches, notes, nil
 }
 
-// systemDirs hold the sandbox's own system; a cache is never mounted over or inside them.
-var systemDirs = []string{"/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/workspace", Root}
+// systemDirs hold the sandbox's own system; neither a cache nor the workspace at the
+// project's path is mounted over or inside them.
+var systemDirs = []string{"/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // sandboxPath is where the sandbox sees a cache: at the host's own path where that is
 // possible, because build caches key their entries by the paths of what they built (Go's
@@ -155,8 +169,9 @@ func sandboxPath(host, name string) string {
 	if host == "/" || host == "/tmp" || host == "/home" || host == "/root" {
 		return Root + "/" + name
 	}
-	for _, d := range systemDirs {
-		if host == d || strings.HasPrefix(host, d+"/") {
+	// Nor over the default workspace or Root.
+	for _, d := range append(slices.Clone(systemDirs), "/workspace", Root) {
+		if within(host, d) {
 			return Root + "/" + name
 		}
 	}
@@ -185,6 +200,28 @@ func (e env) home(parts ...string) string {
 	return filepath.Join(append([]string{h}, parts...)...)
 }
 
+// toolHome shares only the cache parts of a tool's home directory (the parts, relative
+// paths such as "registry"), never the home itself: homes also hold registry tokens
+// (~/.cargo/credentials.toml), repository passwords and signing keys
+// (~/.gradle/gradle.properties), configuration that may carry either, and scripts or
+// binaries the tool runs (init.d/, bin/). The home appears as an empty directory of the
+// sandbox's own, writable because the tools write locks and state there, with the parts
+// layered over the host's at the same relative paths and variable pointing the tool at
+// it.
+func (e env) toolHome(name, variable, dir, comment string, parts ...string) []dirSpec {
+	specs := []dirSpec{{name: name + "-home", host: dir, home: true, env: map[string]string{variable: "%s"}, comment: comment}}
+	if dir == "" {
+		return specs
+	}
+	for _, p := range parts {
+		specs = append(specs, dirSpec{
+			name: name + "-" + strings.ReplaceAll(p, "/", "-"), host: filepath.Join(dir, p), within: p,
+			comment: variable + "/" + p,
+		})
+	}
+	return specs
+}
+
 func (e env) xdgCache(name string) string {
 	if x := e.getenv("XDG_CACHE_HOME"); x != "" {
 		return filepath.Join(x, name)
@@ -211,4 +248,46 @@ func (e env) goEnv(names ...string) map[string]string {
 	out["GOMODCACHE"] = e.first(e.getenv("GOMODCACHE"), filepath.Join(e.first(e.getenv("GOPATH"), e.home("go")), "pkg", "mod"))
 	out["GOCACHE"] = e.first(e.getenv("GOCACHE"), e.xdgCache("go-build"))
 	return out
+}
+
+// ProjectWorkDir is where a sandbox that shares caches shows the workspace when no working
+// directory is configured: at the project's own host path, because build caches also key
+// entries by the source directory (Go's action ids include it), so a workspace at another
+// path misses for every package of the project. It is still the sandbox's copy or layer of
+// the synced view, never the host directory. The error says why the path cannot be used:
+// it is not absolute, it is or lies inside a directory holding the sandbox's system (or
+// Root, /tmp's root, /home or /root themselves), inside one of the provider's own
+// directories (reserved: its home, a tmpfs it mounts), or it overlaps a shared cache.
+func ProjectWorkDir(project string, shared []providers.Cache, reserved ...string) (string, error) {
+	if !filepath.IsAbs(project) {
+		return "", fmt.Errorf("the project directory %q is not absolute", project)
+	}
+	dir := filepath.Clean(project)
+	for _, top := range []string{"/", "/tmp", "/home", "/root"} {
+		if dir == top {
+			return "", fmt.Errorf("%s would hide the sandbox's own %s", dir, top)
+		}
+	}
+	for _, sys := range append(append(slices.Clone(systemDirs), Root), reserved...) {
+		if within(dir, sys) {
+			return "", fmt.Errorf("%s is inside %s, which the sandbox mounts itself", dir, sys)
+		}
+	}
+	for _, c := range shared {
+		if within(dir, c.Path) || within(c.Path, dir) {
+			return "", fmt.Errorf("%s overlaps the cache %s at %s", dir, c.Name, c.Path)
+		}
+	}
+	return dir, nil
+}
+
+// WorkDirNote is the note a sandbox records when ProjectWorkDir refused the project's path
+// and the workspace stayed at workDir.
+func WorkDirNote(workDir string, err error) string {
+	return fmt.Sprintf("workspace at %s, not the project's path (build caches keyed by path miss for the project's own packages): %v", workDir, err)
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

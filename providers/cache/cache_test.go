@@ -100,3 +100,70 @@ func TestSandboxPath(t *testing.T) {
 		}
 	}
 }
+
+// TestToolHomesShareOnlyCaches: cargo and gradle share the cache parts of their homes,
+// never the homes (credentials, configuration, binaries and init scripts live there): the
+// home is an empty directory of the sandbox's own with the parts at their places in it.
+func TestToolHomesShareOnlyCaches(t *testing.T) {
+	env := map[string]string{"HOME": "/home/u", "GRADLE_USER_HOME": "/srv/gradle"}
+	caches, notes, err := Resolve(context.Background(), []string{"cargo", "gradle", "cargo"}, func(k string) string { return env[k] })
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("Resolve: %v, notes %q", err, notes)
+	}
+	want := []providers.Cache{
+		{Name: "cargo-home", Path: "/home/u/.cargo", Env: map[string]string{"CARGO_HOME": "/home/u/.cargo"}},
+		{Name: "cargo-registry", HostDir: "/home/u/.cargo/registry", Path: "/home/u/.cargo/registry"},
+		{Name: "cargo-git", HostDir: "/home/u/.cargo/git", Path: "/home/u/.cargo/git"},
+		{Name: "gradle-home", Path: "/srv/gradle", Env: map[string]string{"GRADLE_USER_HOME": "/srv/gradle"}},
+		{Name: "gradle-caches", HostDir: "/srv/gradle/caches", Path: "/srv/gradle/caches"},
+		{Name: "gradle-wrapper-dists", HostDir: "/srv/gradle/wrapper/dists", Path: "/srv/gradle/wrapper/dists"},
+	}
+	if diff := cmp.Diff(want, caches); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	// A home at a system path moves under Root, its parts with it.
+	env = map[string]string{"CARGO_HOME": "/usr/local/cargo"}
+	caches, _, _ = Resolve(context.Background(), []string{"cargo"}, func(k string) string { return env[k] })
+	if len(caches) != 3 || caches[0].Path != "/cache/cargo-home" || caches[0].Env["CARGO_HOME"] != "/cache/cargo-home" ||
+		caches[1].HostDir != "/usr/local/cargo/registry" || caches[1].Path != "/cache/cargo-home/registry" {
+		t.Errorf("cargo home under /usr: %+v", caches)
+	}
+
+	// No home found: one note, and no part without its home.
+	caches, notes, _ = Resolve(context.Background(), []string{"cargo"}, func(string) string { return "" })
+	if len(caches) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "cache cargo-home not shared: no host directory found (CARGO_HOME or ~/.cargo)") {
+		t.Errorf("cargo without HOME: %+v, %q", caches, notes)
+	}
+}
+
+func TestProjectWorkDir(t *testing.T) {
+	shared := []providers.Cache{{Name: "go-mod", Path: "/home/u/go/pkg/mod"}}
+	for _, tt := range []struct {
+		project  string
+		reserved []string
+		want     string // "" means refused
+		why      string
+	}{
+		{project: "/home/u/src/app", want: "/home/u/src/app"},
+		{project: "/home/u/src/app/", want: "/home/u/src/app"},
+		{project: "/tmp/app", want: "/tmp/app"},
+		{project: "/tmp/app", reserved: []string{"/tmp"}, why: "inside /tmp"},
+		{project: "/home/sandbox/app", reserved: []string{"/home/sandbox"}, why: "inside /home/sandbox"},
+		{project: "relative/app", why: "not absolute"},
+		{project: "/", why: "would hide"},
+		{project: "/home", why: "would hide"},
+		{project: "/root", why: "would hide"},
+		{project: "/usr/src/app", why: "inside /usr"},
+		{project: "/lib64", why: "inside /lib64"},
+		{project: "/cache/x", why: "inside /cache"},
+		{project: "/home/u/go", why: "overlaps the cache go-mod"},
+		{project: "/home/u/go/pkg/mod/x", why: "overlaps the cache go-mod"},
+		{project: "/usrlocal/app", want: "/usrlocal/app"},
+	} {
+		got, err := ProjectWorkDir(tt.project, shared, tt.reserved...)
+		if got != tt.want || (tt.want == "") != (err != nil) || (err != nil && !strings.Contains(err.Error(), tt.why)) {
+			t.Errorf("ProjectWorkDir(%q, %q) = %q, %v; want %q (error containing %q)", tt.project, tt.reserved, got, err, tt.want, tt.why)
+		}
+	}
+}

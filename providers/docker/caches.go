@@ -40,7 +40,7 @@ func shareCaches(ctx context.Context, cli *client.Client, name string, labels ma
 	if len(caches) == 0 {
 		return nil, nil, nil
 	}
-	if !strings.HasPrefix(cli.DaemonHost(), "unix://") {
+	if !localEngine(cli) {
 		return nil, []string{fmt.Sprintf("caches not shared: the docker engine at %s is not reached through a unix socket on this machine, so it cannot layer host directories", cli.DaemonHost())}, nil
 	}
 	layerLabels := map[string]string{LabelSandbox: name}
@@ -52,6 +52,10 @@ func shareCaches(ctx context.Context, cli *client.Client, name string, labels ma
 	for i, c := range caches {
 		if why := cacheUnfit(c, workDir); why != "" {
 			notes = append(notes, fmt.Sprintf("cache %s not shared: %s", c.Name, why))
+			continue
+		}
+		if c.HostDir == "" {
+			shared = append(shared, cacheVolumes{Cache: c}) // a tool's home: a tmpfs, no volume
 			continue
 		}
 		base := name + "-cache" + strconv.Itoa(i)
@@ -70,9 +74,15 @@ func shareCaches(ctx context.Context, cli *client.Client, name string, labels ma
 	return shared, notes, nil
 }
 
+// localEngine reports whether the engine runs on this machine (reached through a unix
+// socket), so that a host path given to it is one of this machine's.
+func localEngine(cli *client.Client) bool { return strings.HasPrefix(cli.DaemonHost(), "unix://") }
+
 // cacheUnfit says why a cache cannot be layered, "" when it can.
 func cacheUnfit(c providers.Cache, workDir string) string {
-	if fi, err := os.Stat(c.HostDir); err != nil || !fi.IsDir() {
+	if c.HostDir == "" {
+		// A tool's home, nothing of the host's: only its path needs checking.
+	} else if fi, err := os.Stat(c.HostDir); err != nil || !fi.IsDir() {
 		return fmt.Sprintf("%s is not a directory on the host", c.HostDir)
 	}
 	// The overlay's options are a comma-separated list in which ':' separates lower
@@ -122,8 +132,14 @@ func createCacheVolumes(ctx context.Context, cli *client.Client, cv cacheVolumes
 	return nil
 }
 
-// volumes lists the cache's volumes, the overlay first: it must go before its layers.
-func (cv cacheVolumes) volumes() []string { return []string{cv.overlay, cv.upper, cv.work} }
+// volumes lists the cache's volumes, the overlay first: it must go before its layers. A
+// tool's home has none.
+func (cv cacheVolumes) volumes() []string {
+	if cv.overlay == "" {
+		return nil
+	}
+	return []string{cv.overlay, cv.upper, cv.work}
+}
 
 func cacheVolumeNames(cvs []cacheVolumes) []string {
 	var out []string
@@ -136,6 +152,13 @@ func cacheVolumeNames(cvs []cacheVolumes) []string {
 func cacheMounts(cvs []cacheVolumes) []mount.Mount {
 	out := make([]mount.Mount, 0, len(cvs))
 	for _, cv := range cvs {
+		if cv.overlay == "" {
+			// A tool's home, writable whatever user the container runs as (the tools
+			// write locks and state there) and gone with the container. The engine
+			// mounts by depth, so the home's cache parts land inside it.
+			out = append(out, mount.Mount{Type: mount.TypeTmpfs, Target: path.Clean(cv.Path), TmpfsOptions: &mount.TmpfsOptions{Mode: 0o1777}})
+			continue
+		}
 		out = append(out, mount.Mount{Type: mount.TypeVolume, Source: cv.overlay, Target: path.Clean(cv.Path)})
 	}
 	return out
@@ -152,7 +175,7 @@ func failedCache(err error, cvs []cacheVolumes) int {
 	}
 	msg := err.Error()
 	for i, cv := range cvs {
-		if strings.Contains(msg, "/"+cv.overlay+"/_data") {
+		if cv.overlay != "" && strings.Contains(msg, "/"+cv.overlay+"/_data") {
 			return i
 		}
 	}

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
+	"github.com/talkops/talkops/providers/cache/cachetest"
+	"github.com/talkops/talkops/providers/workspace"
 	"github.com/talkops/talkops/reaper"
 )
 
@@ -259,4 +262,133 @@ func hostTree(t *testing.T, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestToolHomesHideCredentials: the cargo and gradle presets over homes holding registry
+// tokens, configuration and init scripts. The container sees the cache entries at the
+// tools' homes, not one credential file, can write the homes as the tools do (as root and
+// as another user), the host homes never change, and teardown leaves nothing.
+func TestToolHomesHideCredentials(t *testing.T) {
+	t.Parallel()
+	img := testImage(t)
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
+	}
+	dir := t.TempDir()
+	env := cachetest.Homes(t, dir)
+	before := cachetest.Tree(t, dir)
+	caches, notes, err := cache.Resolve(t.Context(), []string{"cargo", "gradle"}, func(k string) string { return env[k] })
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("Resolve: %v, notes %q", err, notes)
+	}
+	for _, user := range []string{"", "1000:1000"} {
+		t.Run("user="+user, func(t *testing.T) {
+			tok := token(t)
+			p := New(Options{Image: img, User: user})
+			defer p.Close()
+			defer removeLeft(t, p, tok)
+			sb := createWithCaches(t, p, tok, caches)
+			if shared, notes := sb.SharedCaches(); len(shared) != len(caches) {
+				t.Fatalf("SharedCaches = %+v, notes %q; want all %d", shared, notes, len(caches))
+			}
+			res := run(t, sb, cachetest.Script(dir))
+			if got, want := string(res.Stdout), cachetest.WantOutput(); got != want {
+				t.Errorf("the container printed\n%s\nwant\n%s\n(stderr %s)", got, want, res.Stderr)
+			}
+			if err := sb.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
+				t.Errorf("after Close, left = %v", ids)
+			}
+			if after := cachetest.Tree(t, dir); !maps.Equal(before, after) {
+				t.Errorf("the host homes changed: %v, want %v", after, before)
+			}
+		})
+	}
+}
+
+// TestWorkspaceAtProjectPathWithCaches: with shared caches and no working directory the
+// workspace appears at the project's own host path (build caches keyed by path hit there),
+// as on bwrap: the synced view in the container's volume, never the host directory. An
+// explicit working directory wins, no caches keeps /workspace, and a path the container
+// cannot use keeps /workspace with a note saying why.
+func TestWorkspaceAtProjectPathWithCaches(t *testing.T) {
+	t.Parallel()
+	img := testImage(t)
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
+	}
+	host := cacheDir(t)
+	caches := []providers.Cache{{Name: "go-mod", HostDir: host, Path: host, Env: map[string]string{"GOMODCACHE": host}}}
+	project := t.TempDir()
+	writeFile := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(project, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile("main.go", "package main\n")
+	writeFile(".env", "TOKEN=s3cr3t\n")
+	for _, tt := range []struct {
+		name     string
+		opts     Options
+		spec     providers.Spec
+		want     string
+		wantNote string
+	}{
+		{name: "project path", spec: providers.Spec{ProjectDir: project, Caches: caches}, want: project},
+		{name: "option wins", opts: Options{WorkingDir: "/src"}, spec: providers.Spec{ProjectDir: project, Caches: caches}, want: "/src"},
+		{name: "spec wins", spec: providers.Spec{ProjectDir: project, Caches: caches, WorkDir: "/spec"}, want: "/spec"},
+		{name: "no caches", spec: providers.Spec{ProjectDir: project}, want: DefaultWorkingDir},
+		{name: "overlaps a cache", spec: providers.Spec{ProjectDir: filepath.Join(host, "src"), Caches: caches}, want: DefaultWorkingDir, wantNote: "overlaps the cache go-mod"},
+		{name: "system directory", spec: providers.Spec{ProjectDir: "/usr/src/app", Caches: caches}, want: DefaultWorkingDir, wantNote: "inside /usr"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tok := token(t)
+			opts := tt.opts
+			opts.Image = img
+			p := New(opts)
+			defer p.Close()
+			defer removeLeft(t, p, tok)
+			spec := tt.spec
+			spec.RunID, spec.Labels = t.Name(), map[string]string{testLabel: tok}
+			created, err := p.Create(t.Context(), spec)
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			sb := created.(*Sandbox)
+			defer func() {
+				if err := sb.Close(context.WithoutCancel(t.Context())); err != nil {
+					t.Error(err)
+				}
+			}()
+			if sb.WorkDir() != tt.want {
+				t.Errorf("WorkDir() = %q, want %q", sb.WorkDir(), tt.want)
+			}
+			_, notes := sb.SharedCaches()
+			if joined := strings.Join(notes, "\n"); (tt.wantNote == "") != (joined == "") || !strings.Contains(joined, tt.wantNote) {
+				t.Errorf("notes = %q, want one containing %q", notes, tt.wantNote)
+			}
+			st, err := workspace.Sync(t.Context(), sb, project, "", workspace.Options{})
+			if err != nil || st.Target != tt.want {
+				t.Fatalf("Sync: %+v, %v; want the target %s", st, err, tt.want)
+			}
+			res := run(t, sb, `pwd; cat main.go; test -e .env && echo "visible .env"; echo changed > main.go; echo new > new.txt; true`)
+			if got, want := string(res.Stdout), tt.want+"\npackage main\n"; got != want {
+				t.Errorf("the container shows %q, want %q (stderr %s)", got, want, res.Stderr)
+			}
+			// Attach finds the workspace where Create put it.
+			again, err := p.Attach(t.Context(), sb.ID())
+			if err != nil || again.WorkDir() != tt.want {
+				t.Errorf("Attach: WorkDir %q, %v; want %q", again.WorkDir(), err, tt.want)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "main.go")); string(b) != "package main\n" {
+		t.Errorf("the host project changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(project, "new.txt")); !os.IsNotExist(err) {
+		t.Errorf("a file written in the container reached the host project")
+	}
 }

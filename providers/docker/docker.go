@@ -32,6 +32,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
 )
 
 // Name is the provider id users type: --sandbox docker.
@@ -176,7 +177,12 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		}
 		return nil, fmt.Errorf("create docker sandbox: create workspace volume %s: %w", name, err)
 	}
+	var workNote string
+	r.workDir, workNote = p.workDirFor(cli, spec, r.workDir)
 	caches, cacheNotes, err := shareCaches(ctx, cli, name, labels, spec.Caches, r.workDir)
+	if workNote != "" {
+		cacheNotes = append(cacheNotes, workNote)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create docker sandbox: %w", errors.Join(err, removeVolumesNow(ctx, cli, []string{vol.Name})))
 	}
@@ -215,6 +221,21 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, errors.Join(fmt.Errorf("create docker sandbox: %w", err), s.remove(context.WithoutCancel(ctx)))
 	}
 	return s, nil
+}
+
+// workDirFor is the working directory of a sandbox about to share spec.Caches, and a
+// note when it is not where caches want it. As on bwrap: build caches key entries by the
+// source directory, so with no working directory configured the workspace (still the
+// volume the project is synced into) appears at the project's own path.
+func (p *Provider) workDirFor(cli *client.Client, spec providers.Spec, workDir string) (string, string) {
+	if len(spec.Caches) == 0 || !localEngine(cli) || spec.ProjectDir == "" || spec.WorkDir != "" || p.opts.WorkingDir != "" {
+		return workDir, ""
+	}
+	dir, err := cache.ProjectWorkDir(spec.ProjectDir, spec.Caches)
+	if err != nil {
+		return workDir, cache.WorkDirNote(workDir, err)
+	}
+	return dir, ""
 }
 
 // setupUser resolves Options.User to numeric ids (uploads are re-owned to them) and

@@ -45,7 +45,10 @@ type Options struct {
 	Pids int64 `toml:"pids"`
 	// CPUs caps CPU usage in cores (1.5 = one and a half); 0 means no limit.
 	CPUs float64 `toml:"cpus"`
-	// WorkingDir is the sandbox's working directory; "" means DefaultWorkingDir.
+	// WorkingDir is the sandbox's working directory; "" means DefaultWorkingDir, or the
+	// project's own host path (Spec.ProjectDir) when caches are shared, so that build
+	// caches keyed by source path hit (see cache.ProjectWorkDir for when that path cannot
+	// be used). Spec.WorkDir overrides it per run.
 	// Spec.WorkDir overrides it per run.
 	WorkingDir string `toml:"working_dir" trust:"safe"`
 	// User runs commands as this user ("1000", "app:app"); "" means the image's user.

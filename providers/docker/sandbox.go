@@ -634,8 +634,10 @@ func (s *Sandbox) remove(ctx context.Context) error {
 	}
 	var overlays, layers []string
 	for _, c := range s.caches {
-		overlays = append(overlays, c.overlay)
-		layers = append(layers, c.upper, c.work)
+		if v := c.volumes(); len(v) > 0 {
+			overlays = append(overlays, v[0])
+			layers = append(layers, v[1:]...)
+		}
 	}
 	if s.volume != "" {
 		layers = append(layers, s.volume)
