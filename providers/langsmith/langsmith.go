@@ -62,8 +62,6 @@ type Options struct {
 	// APIURL is the LangSmith endpoint (default LANGSMITH_ENDPOINT, else
 	// DefaultEndpoint); "/v2/sandboxes" is appended unless it is already there.
 	APIURL string `toml:"api_url"`
-	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string `toml:"-"`
 	// VCPUs, MemBytes and DiskBytes size the sandbox; 0 is LangSmith's default.
 	VCPUs     int   `toml:"vcpus"`
 	MemBytes  int64 `toml:"memory_bytes"`
@@ -82,13 +80,8 @@ type Options struct {
 	BuildTimeout time.Duration `toml:"build_timeout"`
 	// PollInterval is the first pause of the polls (default 1 s).
 	PollInterval time.Duration `toml:"-"`
-	// TempDir is where command scripts stage files inside the sandbox (pid files, large
-	// stdin, output kept for the client); default /tmp.
-	TempDir string `toml:"-"`
-	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client   `toml:"-"`
-	Retry      httpapi.Retry  `toml:"-"`
-	Stats      *httpapi.Stats `toml:"-"`
+	// RemoteOptions holds WorkingDir, TempDir and the HTTP transport.
+	httpapi.RemoteOptions
 }
 
 // Provider creates and attaches LangSmith sandboxes. It implements providers.Provider and
@@ -118,22 +111,15 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.APIURL == "" {
 		opts.APIURL = firstNonEmpty(getenv("LANGSMITH_ENDPOINT"), getenv("LANGCHAIN_ENDPOINT"), DefaultEndpoint)
 	}
-	u, err := url.Parse(opts.APIURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"api_url / LANGSMITH_ENDPOINT"}, Problem: fmt.Sprintf("is %q, not an http(s) URL", opts.APIURL), Hint: "for example " + DefaultEndpoint}
+	if err := httpapi.CheckURL(Name, "api_url / LANGSMITH_ENDPOINT", opts.APIURL, DefaultEndpoint); err != nil {
+		return nil, err
 	}
 	base := strings.TrimRight(opts.APIURL, "/")
 	if !strings.HasSuffix(base, "/v2/sandboxes") {
 		base += "/v2/sandboxes"
 	}
-	if opts.WorkingDir == "" {
-		opts.WorkingDir = DefaultWorkingDir
-	}
-	if !strings.HasPrefix(opts.WorkingDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
-	}
-	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
+	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
+		return nil, err
 	}
 	if opts.VCPUs < 0 || opts.MemBytes < 0 || opts.DiskBytes < 0 || opts.SnapshotDiskBytes < 0 || opts.CommandLimit < 0 {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / mem_bytes / disk_bytes / command_limit"}, Problem: "must not be negative"}
@@ -157,8 +143,7 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if tenant := getenv("LANGSMITH_TENANT_ID"); tenant != "" {
 		header.Set("X-Tenant-Id", tenant)
 	}
-	api := &httpapi.Client{Provider: Name, BaseURL: base, HTTP: opts.HTTPClient, Header: header, Retry: opts.Retry, DecodeError: decodeError, Stats: opts.Stats}
-	return &Provider{opts: opts, api: api}, nil
+	return &Provider{opts: opts, api: opts.NewClient(Name, base, header, decodeError)}, nil
 }
 
 // Name returns "langsmith".

@@ -74,8 +74,6 @@ var ResourceSizes = []string{"X_SMALL", "SMALL", "MEDIUM", "LARGE", "X_LARGE", "
 type Options struct {
 	// APIURL is the API base; default RUNLOOP_BASE_URL, else DefaultAPIURL.
 	APIURL string `toml:"api_url"`
-	// WorkingDir is the devbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string `toml:"-"`
 	// ResourceSize is one of ResourceSizes; empty is Runloop's default.
 	ResourceSize string `toml:"resource_size"`
 	// Architecture is "x86_64" or "arm64"; empty is Runloop's default.
@@ -86,13 +84,8 @@ type Options struct {
 	ReadyTimeout time.Duration `toml:"ready_timeout"`
 	// LongPoll is the hold asked of each wait_for_status call; default DefaultLongPoll.
 	LongPoll time.Duration `toml:"-"`
-	// TempDir is where command scripts stage files inside the sandbox (pid files, large
-	// stdin, output kept for the client); default /tmp.
-	TempDir string `toml:"-"`
-	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client   `toml:"-"`
-	Retry      httpapi.Retry  `toml:"-"`
-	Stats      *httpapi.Stats `toml:"-"`
+	// RemoteOptions holds WorkingDir, TempDir and the HTTP transport.
+	httpapi.RemoteOptions
 }
 
 // Provider creates and attaches Runloop devboxes. It implements providers.Provider and
@@ -120,17 +113,11 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.APIURL == "" {
 		opts.APIURL = firstNonEmpty(getenv("RUNLOOP_BASE_URL"), DefaultAPIURL)
 	}
-	if u, err := url.Parse(opts.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"api_url / RUNLOOP_BASE_URL"}, Problem: fmt.Sprintf("is %q, not an http(s) URL", opts.APIURL), Hint: "for example " + DefaultAPIURL}
+	if err := httpapi.CheckURL(Name, "api_url / RUNLOOP_BASE_URL", opts.APIURL, DefaultAPIURL); err != nil {
+		return nil, err
 	}
-	if opts.WorkingDir == "" {
-		opts.WorkingDir = DefaultWorkingDir
-	}
-	if !strings.HasPrefix(opts.WorkingDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
-	}
-	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
+	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
+		return nil, err
 	}
 	if opts.ResourceSize != "" && !slices.Contains(ResourceSizes, opts.ResourceSize) {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"resource_size"}, Problem: fmt.Sprintf("is %q", opts.ResourceSize), Hint: "one of " + strings.Join(ResourceSizes, ", ")}
@@ -150,16 +137,8 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.LongPoll <= 0 || opts.LongPoll > DefaultLongPoll {
 		opts.LongPoll = DefaultLongPoll
 	}
-	api := &httpapi.Client{
-		Provider:    Name,
-		BaseURL:     opts.APIURL,
-		HTTP:        opts.HTTPClient,
-		Header:      http.Header{"Authorization": {"Bearer " + key}, "User-Agent": {"talkops"}},
-		Retry:       opts.Retry,
-		DecodeError: decodeError,
-		Stats:       opts.Stats,
-	}
-	return &Provider{opts: opts, api: api}, nil
+	header := http.Header{"Authorization": {"Bearer " + key}, "User-Agent": {"talkops"}}
+	return &Provider{opts: opts, api: opts.NewClient(Name, opts.APIURL, header, decodeError)}, nil
 }
 
 // Name returns "runloop".

@@ -64,8 +64,6 @@ const (
 type Options struct {
 	// APIURL is the API base; default DefaultAPIURL.
 	APIURL string `toml:"api_url"`
-	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string `toml:"-"`
 	// Runtime ("node24", "python3.13", ...) selects a runtime image (the v2 create);
 	// empty uses Image.
 	Runtime string `toml:"runtime"`
@@ -82,13 +80,8 @@ type Options struct {
 	ReadyTimeout time.Duration `toml:"ready_timeout"`
 	// PollInterval is the first pause of the readiness poll (default 500 ms).
 	PollInterval time.Duration `toml:"-"`
-	// TempDir is where command scripts stage files inside the sandbox (pid files, large
-	// stdin, output kept for the client); default /tmp.
-	TempDir string `toml:"-"`
-	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client   `toml:"-"`
-	Retry      httpapi.Retry  `toml:"-"`
-	Stats      *httpapi.Stats `toml:"-"`
+	// RemoteOptions holds WorkingDir, TempDir and the HTTP transport.
+	httpapi.RemoteOptions
 }
 
 // Provider creates and attaches Vercel sandboxes. It implements providers.Provider and
@@ -121,17 +114,11 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.APIURL == "" {
 		opts.APIURL = DefaultAPIURL
 	}
-	if u, err := url.Parse(opts.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"api_url"}, Problem: fmt.Sprintf("is %q, not an http(s) URL", opts.APIURL), Hint: "for example " + DefaultAPIURL}
+	if err := httpapi.CheckURL(Name, "api_url", opts.APIURL, DefaultAPIURL); err != nil {
+		return nil, err
 	}
-	if opts.WorkingDir == "" {
-		opts.WorkingDir = DefaultWorkingDir
-	}
-	if !strings.HasPrefix(opts.WorkingDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
-	}
-	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
+	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
+		return nil, err
 	}
 	if opts.VCPUs < 0 || opts.Timeout < 0 {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / timeout"}, Problem: "must not be negative"}
@@ -148,16 +135,8 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 500 * time.Millisecond
 	}
-	api := &httpapi.Client{
-		Provider:    Name,
-		BaseURL:     opts.APIURL,
-		HTTP:        opts.HTTPClient,
-		Header:      http.Header{"Authorization": {"Bearer " + token}, "User-Agent": {"talkops"}},
-		Retry:       opts.Retry,
-		DecodeError: decodeError,
-		Stats:       opts.Stats,
-	}
-	return &Provider{opts: opts, api: api, teamID: teamID, projectID: projectID}, nil
+	header := http.Header{"Authorization": {"Bearer " + token}, "User-Agent": {"talkops"}}
+	return &Provider{opts: opts, api: opts.NewClient(Name, opts.APIURL, header, decodeError), teamID: teamID, projectID: projectID}, nil
 }
 
 // credentials resolves the token, team and project from the environment.
