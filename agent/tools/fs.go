@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/talkops/talkops/agent/model"
+	"github.com/talkops/talkops/internal/lines"
 	"github.com/talkops/talkops/providers"
 )
 
@@ -227,10 +228,10 @@ func (t *readTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 		return errorf("%s has %d lines; offset %d is past the end", t.env.rel(p), total, offset), nil
 	}
 	var b strings.Builder
-	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	fileLines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
 	last := offset - 1
 	budget := min(t.env.maxOutput(), maxReadBytes)
-	for i, line := range lines {
+	for i, line := range fileLines {
 		if b.Len() > budget && i > 0 {
 			break
 		}
@@ -310,18 +311,7 @@ func (t *writeTool) Run(ctx context.Context, input json.RawMessage) (Result, err
 	if created {
 		verb = "Created"
 	}
-	return Result{Output: fmt.Sprintf("%s %s (%d bytes, %d lines).", verb, t.env.rel(p), len(*in.Content), countLines(*in.Content))}, nil
-}
-
-func countLines(s string) int {
-	if s == "" {
-		return 0
-	}
-	n := strings.Count(s, "\n")
-	if !strings.HasSuffix(s, "\n") {
-		n++
-	}
-	return n
+	return Result{Output: fmt.Sprintf("%s %s (%d bytes, %d lines).", verb, t.env.rel(p), len(*in.Content), lines.Count(*in.Content))}, nil
 }
 
 // --- edit_file -------------------------------------------------------------------------
@@ -415,7 +405,7 @@ func (t *editTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	fmt.Fprintf(&b, "Edited %s: replaced %d occurrence(s).", t.env.rel(p), count)
 	if count == 1 {
 		b.WriteString(" The changed lines now read:\n")
-		b.WriteString(snippet(updated, firstLine, countLines(newS)))
+		b.WriteString(snippet(updated, firstLine, lines.Count(newS)))
 	}
 	return Result{Output: b.String()}, nil
 }
@@ -427,11 +417,11 @@ func notFoundHint(name, content, old string) string {
 	}
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	if n := norm(old); n != "" {
-		lines := strings.Split(content, "\n")
-		oldLines := max(countLines(old), 1)
-		for i := range lines {
-			end := min(i+oldLines, len(lines))
-			if norm(strings.Join(lines[i:end], "\n")) == n {
+		contentLines := strings.Split(content, "\n")
+		oldLines := max(lines.Count(old), 1)
+		for i := range contentLines {
+			end := min(i+oldLines, len(contentLines))
+			if norm(strings.Join(contentLines[i:end], "\n")) == n {
 				return fmt.Sprintf("old_string was not found exactly in %s, but the same text with different whitespace or indentation is at line %d:\n%s\nCopy the text exactly as it appears (read_file shows it, after the tab).",
 					name, i+1, snippet(content, i+1, oldLines))
 			}
@@ -442,7 +432,7 @@ func notFoundHint(name, content, old string) string {
 			return fmt.Sprintf("old_string was not found in %s. Its first line occurs at line %d, but the following lines differ; read the file again around there.", name, lineOf(content, at))
 		}
 	}
-	return fmt.Sprintf("old_string was not found in %s (%d lines). Read the file again with read_file; it may differ from what you expect.", name, countLines(content))
+	return fmt.Sprintf("old_string was not found in %s (%d lines). Read the file again with read_file; it may differ from what you expect.", name, lines.Count(content))
 }
 
 func lineNumberPrefix(s string) bool {
