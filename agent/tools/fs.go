@@ -72,6 +72,15 @@ resolve() {
 resolve "$1" "$2"
 `
 
+// searchRoot resolves the path argument of ls, glob and grep, which defaults to the
+// working directory.
+func (e *Env) searchRoot(p string) (string, error) {
+	if p == "" {
+		p = "."
+	}
+	return e.sandboxPath(p)
+}
+
 // sandboxPath turns a model-supplied path into a clean absolute path inside the working
 // directory, or explains why it cannot be used.
 func (e *Env) sandboxPath(p string) (string, error) {
@@ -518,10 +527,7 @@ func (t *lsTool) Run(ctx context.Context, input json.RawMessage) (Result, error)
 	if err := decode(input, &in); err != nil {
 		return invalid(err), nil
 	}
-	if in.Path == "" {
-		in.Path = "."
-	}
-	p, err := t.env.sandboxPath(in.Path)
+	p, err := t.env.searchRoot(in.Path)
 	if err != nil {
 		return invalid(err), nil
 	}
@@ -551,15 +557,21 @@ func (t *lsTool) Run(ctx context.Context, input json.RawMessage) (Result, error)
 		return Result{Output: fmt.Sprintf("%s is empty.", t.env.rel(p))}, nil
 	}
 	var b strings.Builder
-	for i, n := range names {
-		if i == maxListEntries {
-			fmt.Fprintf(&b, "[%d more entries not shown; use glob or execute to narrow down]\n", len(names)-maxListEntries)
-			break
+	writeCapped(&b, names, maxListEntries, "[%d more entries not shown; use glob or execute to narrow down]\n")
+	return Result{Output: b.String()}, nil
+}
+
+// writeCapped writes items one per line, at most limit of them, then more (a format with
+// one %d for the number left out) when some were left out.
+func writeCapped(b *strings.Builder, items []string, limit int, more string) {
+	for i, item := range items {
+		if i == limit {
+			fmt.Fprintf(b, more, len(items)-limit)
+			return
 		}
-		b.WriteString(n)
+		b.WriteString(item)
 		b.WriteByte('\n')
 	}
-	return Result{Output: b.String()}, nil
 }
 
 // --- glob ------------------------------------------------------------------------------
@@ -601,10 +613,7 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	if err := validGlob(in.Pattern); err != nil {
 		return invalid(err), nil
 	}
-	if in.Path == "" {
-		in.Path = "."
-	}
-	p, err := t.env.sandboxPath(in.Path)
+	p, err := t.env.searchRoot(in.Path)
 	if err != nil {
 		return invalid(err), nil
 	}
@@ -637,14 +646,7 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 		}
 		b.WriteByte('\n')
 	}
-	for i, m := range matches {
-		if i == maxGlobResults {
-			fmt.Fprintf(&b, "[%d more matches not shown; narrow the pattern or the path]\n", len(matches)-maxGlobResults)
-			break
-		}
-		b.WriteString(m)
-		b.WriteByte('\n')
-	}
+	writeCapped(&b, matches, maxGlobResults, "[%d more matches not shown; narrow the pattern or the path]\n")
 	if scanCapped {
 		fmt.Fprintf(&b, "[search stopped after %d files; narrow the path]\n", maxGlobScan)
 	}
@@ -702,9 +704,6 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	if in.Pattern == "" {
 		return errorf("pattern is required"), nil
 	}
-	if in.Path == "" {
-		in.Path = "."
-	}
 	include := in.Include
 	if include == "" {
 		include = "*"
@@ -712,7 +711,7 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	if strings.Contains(include, "/") {
 		return errorf("include matches file names only (no /); got %q", in.Include), nil
 	}
-	p, err := t.env.sandboxPath(in.Path)
+	p, err := t.env.searchRoot(in.Path)
 	if err != nil {
 		return invalid(err), nil
 	}
