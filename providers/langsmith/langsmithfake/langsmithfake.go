@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,7 +44,8 @@ import (
 
 // Server is the fake. Configure its exported fields before the first request.
 type Server struct {
-	URL    string
+	// Host serves the fake at Host.URL and logs its calls.
+	fakekit.Host
 	APIKey string
 	// ReadyAfter is the number of status polls before a sandbox is ready.
 	ReadyAfter int
@@ -67,9 +67,6 @@ type Server struct {
 	// "start", "stop", "snapshots", "snapshot-create", "snapshot-get", "execute",
 	// "upload", "download".
 	Faults fakekit.Faults
-
-	srv *httptest.Server
-	log fakekit.Log
 
 	mu        sync.Mutex
 	boxes     fakekit.Boxes[*box] // by name
@@ -101,8 +98,7 @@ type snapshot struct {
 // New starts a fake with the given API key. Close it when done.
 func New(apiKey string) *Server {
 	s := &Server{APIKey: apiKey, snapshots: map[string]*snapshot{}}
-	s.srv = httptest.NewServer(s.log.Handler(s.route))
-	s.URL = s.srv.URL
+	s.Start(s.route)
 	return s
 }
 
@@ -117,7 +113,7 @@ func (s *Server) Close() {
 		os.RemoveAll(b.home)
 	}
 	s.mu.Unlock()
-	s.srv.Close()
+	s.Stop()
 }
 
 // AddSnapshot seeds a snapshot with the given status and returns its id.
@@ -182,12 +178,6 @@ func (s *Server) Sandbox(name string) (Sandbox, bool) {
 	return Sandbox{Name: b.Name, Status: b.Status, Snapshot: b.Snapshot, SnapshotID: b.SnapshotID, Labels: b.Labels,
 		IdleTTLSeconds: b.IdleTTLSeconds, DeleteAfterStop: b.DeleteAfterStop, VCPUs: b.VCPUs, MemBytes: b.MemBytes, FSBytes: b.FSBytes}, true
 }
-
-// Calls returns every request received so far.
-func (s *Server) Calls() []Call { return s.log.Calls() }
-
-// Count returns how many requests endpoint received, rejected ones included.
-func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
 
 // box returns the live sandbox name, or nil.
 func (s *Server) box(name string) *box {
