@@ -151,9 +151,7 @@ var (
 // chain (shared files, SSO, web identity, container and instance credentials) reads the
 // process environment, as the SDK always does.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	if err := opts.normalize(); err != nil {
 		return nil, err
 	}

@@ -98,9 +98,7 @@ var (
 // A missing DAYTONA_API_KEY (or DAYTONA_JWT_TOKEN with DAYTONA_ORGANIZATION_ID) is a
 // *httpapi.ConfigError wrapping providers.ErrConfig.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	header := http.Header{}
 	switch key, jwt, org := getenv("DAYTONA_API_KEY"), getenv("DAYTONA_JWT_TOKEN"), getenv("DAYTONA_ORGANIZATION_ID"); {
 	case key != "":

@@ -76,3 +76,12 @@ func CheckURL(provider, setting, rawURL, example string) error {
 	}
 	return nil
 }
+
+// Env returns getenv, or, when it is nil, a lookup that finds nothing: a provider's New
+// reads its credentials only through the function it is given.
+func Env(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return func(string) string { return "" }
+	}
+	return getenv
+}

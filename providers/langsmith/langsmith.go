@@ -101,9 +101,7 @@ var (
 // LANGSMITH_TENANT_ID picks a workspace. A missing key is a *httpapi.ConfigError wrapping
 // providers.ErrConfig.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	key := firstNonEmpty(getenv("LANGSMITH_SANDBOX_API_KEY"), getenv("LANGSMITH_API_KEY"), getenv("LANGCHAIN_API_KEY"))
 	if key == "" {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"LANGSMITH_API_KEY"}, Problem: "is not set", Hint: "create a key in LangSmith under Settings > API Keys; LANGSMITH_SANDBOX_API_KEY takes precedence when set"}

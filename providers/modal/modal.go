@@ -121,9 +121,7 @@ var (
 // or created. Missing credentials are a *httpapi.ConfigError wrapping
 // providers.ErrConfig that names MODAL_TOKEN_ID, MODAL_TOKEN_SECRET and the config file.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	creds, err := loadCredentials(getenv)
 	if err != nil {
 		return nil, err

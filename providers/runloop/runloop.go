@@ -103,9 +103,7 @@ var (
 // New checks the credentials and settings and returns a provider; nothing is created. A
 // missing RUNLOOP_API_KEY is a *httpapi.ConfigError wrapping providers.ErrConfig.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	key := getenv("RUNLOOP_API_KEY")
 	if key == "" {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"RUNLOOP_API_KEY"}, Problem: "is not set", Hint: "create an API key in the Runloop dashboard under Settings"}

@@ -104,9 +104,7 @@ var (
 // VERCEL_PROJECT_ID. A missing or partial set, or an expired OIDC token, is a
 // *httpapi.ConfigError wrapping providers.ErrConfig.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	token, teamID, projectID, err := credentials(getenv, time.Now())
 	if err != nil {
 		return nil, err
