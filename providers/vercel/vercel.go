@@ -583,26 +583,16 @@ func (d *driver) WriteFile(ctx context.Context, path string, body *httpapi.Body)
 		return errors.New("vercel: write file: unknown size")
 	}
 	name := strings.TrimLeft(path, "/")
-	tgz := &httpapi.Body{Size: -1, ContentType: "application/gzip", Open: func() (io.ReadCloser, error) {
-		src, err := body.Open()
-		if err != nil {
-			return nil, err
+	tgz := gzipTarFrom(body, func(w io.Writer, src io.Reader) error {
+		aw := archive.NewWriter(w)
+		if err := aw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: body.Size, Typeflag: tar.TypeReg, ModTime: time.Now()}); err != nil {
+			return err
 		}
-		pr, pw := io.Pipe()
-		go func() {
-			defer src.Close()
-			aw := archive.NewWriter(pw)
-			err := aw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: body.Size, Typeflag: tar.TypeReg, ModTime: time.Now()})
-			if err == nil {
-				_, err = io.Copy(aw, src)
-			}
-			if err == nil {
-				err = aw.Close()
-			}
-			pw.CloseWithError(err)
-		}()
-		return pr, nil
-	}}
+		if _, err := io.Copy(aw, src); err != nil {
+			return err
+		}
+		return aw.Close()
+	})
 	return d.UploadTarGz(ctx, "/", tgz)
 }
 
@@ -628,6 +618,12 @@ func (d *driver) UploadTarGz(ctx context.Context, dir string, body *httpapi.Body
 // underDir returns body, a gzip tar, with prefix (a path relative to "/") put in front
 // of every entry name and hard link target. It streams: the archive is never held whole.
 func underDir(body *httpapi.Body, prefix string) *httpapi.Body {
+	return gzipTarFrom(body, func(w io.Writer, src io.Reader) error { return renameEntries(w, src, prefix) })
+}
+
+// gzipTarFrom returns a gzip tar body of unknown size that write produces from a fresh
+// reader of body on every attempt, streamed through a pipe.
+func gzipTarFrom(body *httpapi.Body, write func(w io.Writer, src io.Reader) error) *httpapi.Body {
 	return &httpapi.Body{Size: -1, ContentType: "application/gzip", Open: func() (io.ReadCloser, error) {
 		src, err := body.Open()
 		if err != nil {
@@ -636,7 +632,7 @@ func underDir(body *httpapi.Body, prefix string) *httpapi.Body {
 		pr, pw := io.Pipe()
 		go func() {
 			defer src.Close()
-			pw.CloseWithError(renameEntries(pw, src, prefix))
+			pw.CloseWithError(write(pw, src))
 		}()
 		return pr, nil
 	}}
