@@ -293,13 +293,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 			}
 		}
 		if !found {
-			detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Snapshot '%s' not found", ref))
+			notFound(w, "Snapshot", ref)
 			return
 		}
 	}
 	if in.SnapshotID != "" {
 		if sn, ok := s.snapshots[in.SnapshotID]; !ok || sn.Status != "ready" {
-			detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Snapshot '%s' not found", in.SnapshotID))
+			notFound(w, "Snapshot", in.SnapshotID)
 			return
 		}
 	}
@@ -336,7 +336,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, args []string) {
 	defer s.mu.Unlock()
 	b := s.box(args[0])
 	if b == nil {
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		notFound(w, "Sandbox", args[0])
 		return
 	}
 	b.polls++
@@ -359,7 +359,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
 	defer s.mu.Unlock()
 	b := s.box(args[0])
 	if b == nil {
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		notFound(w, "Sandbox", args[0])
 		return
 	}
 	fakekit.WriteJSON(w, http.StatusOK, s.view(b))
@@ -370,7 +370,7 @@ func (s *Server) startStop(w http.ResponseWriter, r *http.Request, args []string
 	b := s.box(args[0])
 	if b == nil {
 		s.mu.Unlock()
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		notFound(w, "Sandbox", args[0])
 		return
 	}
 	stop := strings.HasSuffix(r.URL.Path, "/stop")
@@ -394,7 +394,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, args []string) {
 	b := s.box(args[0])
 	if b == nil {
 		s.mu.Unlock()
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		notFound(w, "Sandbox", args[0])
 		return
 	}
 	s.boxes.Delete(b.Name)
@@ -494,7 +494,7 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, args []stri
 	defer s.mu.Unlock()
 	sn, ok := s.snapshots[args[0]]
 	if !ok {
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Snapshot '%s' not found", args[0]))
+		notFound(w, "Snapshot", args[0])
 		return
 	}
 	sn.polls++
@@ -514,7 +514,7 @@ func (s *Server) ready(w http.ResponseWriter, name string) *box {
 	defer s.mu.Unlock()
 	b := s.box(name)
 	if b == nil {
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", name))
+		notFound(w, "Sandbox", name)
 		return nil
 	}
 	if b.Status != "ready" {
@@ -632,6 +632,11 @@ func (s *Server) view(b *box) map[string]any {
 		v["dataplane_url"] = s.URL + "/dp/" + b.Name
 	}
 	return v
+}
+
+// notFound answers 404 the way LangSmith does for a missing sandbox or snapshot.
+func notFound(w http.ResponseWriter, kind, name string) {
+	detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("%s '%s' not found", kind, name))
 }
 
 func detail(w http.ResponseWriter, status int, errType, msg string) {
