@@ -18,9 +18,18 @@ type Host struct {
 // Start serves route, which answers a request and names its endpoint for the log, on a
 // new test server.
 func (h *Host) Start(route func(w http.ResponseWriter, r *http.Request) string) {
-	h.srv = httptest.NewServer(h.log.Handler(route))
+	h.Serve(h.log.Handler(route))
+}
+
+// Serve serves handler, which logs its calls itself through CallLog, on a new test
+// server.
+func (h *Host) Serve(handler http.Handler) {
+	h.srv = httptest.NewServer(handler)
 	h.URL = h.srv.URL
 }
+
+// CallLog is the log Calls and Count read, for a handler given to Serve.
+func (h *Host) CallLog() *Log { return &h.log }
 
 // Stop closes the server; the fake's own state is the fake's to release.
 func (h *Host) Stop() { h.srv.Close() }
