@@ -47,17 +47,22 @@ type RemoteOptions struct {
 	Stats      *Stats       `toml:"-"`
 }
 
-// Resolve fills in defaultWorkingDir and checks that both directories are absolute paths
-// inside the sandbox; an error is a *ConfigError naming provider.
+// Resolve fills in defaultWorkingDir and checks both directories with CheckSandboxDirs.
 func (o *RemoteOptions) Resolve(provider, defaultWorkingDir string) error {
 	if o.WorkingDir == "" {
 		o.WorkingDir = defaultWorkingDir
 	}
-	if !strings.HasPrefix(o.WorkingDir, "/") {
-		return &ConfigError{Provider: provider, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", o.WorkingDir)}
+	return CheckSandboxDirs(provider, o.WorkingDir, o.TempDir)
+}
+
+// CheckSandboxDirs returns a *ConfigError naming provider unless workingDir, and tempDir
+// when set, are absolute paths inside the sandbox.
+func CheckSandboxDirs(provider, workingDir, tempDir string) error {
+	if !strings.HasPrefix(workingDir, "/") {
+		return &ConfigError{Provider: provider, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", workingDir)}
 	}
-	if o.TempDir != "" && !strings.HasPrefix(o.TempDir, "/") {
-		return &ConfigError{Provider: provider, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", o.TempDir)}
+	if tempDir != "" && !strings.HasPrefix(tempDir, "/") {
+		return &ConfigError{Provider: provider, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", tempDir)}
 	}
 	return nil
 }

@@ -131,11 +131,8 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	opts.AppName = firstNonEmpty(opts.AppName, DefaultAppName)
 	opts.Image = firstNonEmpty(opts.Image, DefaultImage)
 	opts.WorkingDir = firstNonEmpty(opts.WorkingDir, DefaultWorkingDir)
-	if !strings.HasPrefix(opts.WorkingDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
-	}
-	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
+	if err := httpapi.CheckSandboxDirs(Name, opts.WorkingDir, opts.TempDir); err != nil {
+		return nil, err
 	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
