@@ -24,6 +24,7 @@
 package daytona
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,7 +114,7 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	}
 	header.Set("X-Daytona-Source", "talkops")
 	if opts.APIURL == "" {
-		opts.APIURL = firstNonEmpty(getenv("DAYTONA_API_URL"), getenv("DAYTONA_SERVER_URL"), DefaultAPIURL)
+		opts.APIURL = cmp.Or(getenv("DAYTONA_API_URL"), getenv("DAYTONA_SERVER_URL"), DefaultAPIURL)
 	}
 	if err := httpapi.CheckURL(Name, "api_url / DAYTONA_API_URL", opts.APIURL, DefaultAPIURL); err != nil {
 		return nil, err
@@ -486,15 +487,6 @@ func decodeError(_ int, body []byte) (code, message string) {
 		s = e.Error
 	}
 	return e.Code, s
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Capabilities says what the daytona provider can do; see providers.Capabilities.

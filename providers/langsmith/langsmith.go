@@ -25,6 +25,7 @@
 package langsmith
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,12 +103,12 @@ var (
 // providers.ErrConfig.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
 	getenv = httpapi.Env(getenv)
-	key := firstNonEmpty(getenv("LANGSMITH_SANDBOX_API_KEY"), getenv("LANGSMITH_API_KEY"), getenv("LANGCHAIN_API_KEY"))
+	key := cmp.Or(getenv("LANGSMITH_SANDBOX_API_KEY"), getenv("LANGSMITH_API_KEY"), getenv("LANGCHAIN_API_KEY"))
 	if key == "" {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"LANGSMITH_API_KEY"}, Problem: "is not set", Hint: "create a key in LangSmith under Settings > API Keys; LANGSMITH_SANDBOX_API_KEY takes precedence when set"}
 	}
 	if opts.APIURL == "" {
-		opts.APIURL = firstNonEmpty(getenv("LANGSMITH_ENDPOINT"), getenv("LANGCHAIN_ENDPOINT"), DefaultEndpoint)
+		opts.APIURL = cmp.Or(getenv("LANGSMITH_ENDPOINT"), getenv("LANGCHAIN_ENDPOINT"), DefaultEndpoint)
 	}
 	if err := httpapi.CheckURL(Name, "api_url / LANGSMITH_ENDPOINT", opts.APIURL, DefaultEndpoint); err != nil {
 		return nil, err
@@ -219,14 +220,14 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		}
 		return nil, fmt.Errorf("langsmith: create: %w", err)
 	}
-	name := firstNonEmpty(sb.Name, req.Name)
+	name := cmp.Or(sb.Name, req.Name)
 	undo := func(cause error) error {
 		return remote.Undo(ctx, cause, func(c context.Context) error { return p.Delete(c, name) })
 	}
 	if sb, err = p.waitReady(ctx, name, sb); err != nil {
 		return nil, undo(err)
 	}
-	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
+	workDir := cmp.Or(spec.WorkDir, p.opts.WorkingDir)
 	s, err := p.handle(sb, workDir, spec.Env, true)
 	if err != nil {
 		return nil, undo(err)
@@ -291,7 +292,7 @@ func (p *Provider) ensureSnapshot(ctx context.Context, name string) (string, err
 		case "ready":
 			return true, nil
 		case "failed":
-			return false, fmt.Errorf("langsmith: snapshot %q (%s) failed to build: %s", name, id, firstNonEmpty(s.StatusMessage, "no reason given"))
+			return false, fmt.Errorf("langsmith: snapshot %q (%s) failed to build: %s", name, id, cmp.Or(s.StatusMessage, "no reason given"))
 		}
 		return false, nil
 	})
@@ -416,7 +417,7 @@ func (p *Provider) waitReady(ctx context.Context, name string, sb sandboxJSON) (
 		case "ready":
 			return true, nil
 		case "failed", "stopped", "deleting":
-			return false, fmt.Errorf("langsmith: sandbox %s is %s: %s", name, st.Status, firstNonEmpty(st.StatusMessage, "no reason given"))
+			return false, fmt.Errorf("langsmith: sandbox %s is %s: %s", name, st.Status, cmp.Or(st.StatusMessage, "no reason given"))
 		}
 		return false, nil
 	})
@@ -542,15 +543,6 @@ func decodeError(_ int, body []byte) (code, message string) {
 		return "", s
 	}
 	return e.Error, e.Message
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Capabilities says what the langsmith provider can do; see providers.Capabilities.

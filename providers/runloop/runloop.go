@@ -26,6 +26,7 @@
 package runloop
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -109,7 +110,7 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"RUNLOOP_API_KEY"}, Problem: "is not set", Hint: "create an API key in the Runloop dashboard under Settings"}
 	}
 	if opts.APIURL == "" {
-		opts.APIURL = firstNonEmpty(getenv("RUNLOOP_BASE_URL"), DefaultAPIURL)
+		opts.APIURL = cmp.Or(getenv("RUNLOOP_BASE_URL"), DefaultAPIURL)
 	}
 	if err := httpapi.CheckURL(Name, "api_url / RUNLOOP_BASE_URL", opts.APIURL, DefaultAPIURL); err != nil {
 		return nil, err
@@ -220,7 +221,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err := p.waitRunning(ctx, dbx); err != nil {
 		return nil, undo(err)
 	}
-	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
+	workDir := cmp.Or(spec.WorkDir, p.opts.WorkingDir)
 	s := p.handle(dbx.ID, workDir, spec.Env, true)
 	if workDir != DefaultWorkingDir {
 		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n"})
@@ -375,7 +376,7 @@ func (p *Provider) waitRunning(ctx context.Context, dbx devboxJSON) error {
 	for last != "running" {
 		switch last {
 		case "failure", "shutdown":
-			reason := firstNonEmpty(dbx.FailureReason, "no reason given")
+			reason := cmp.Or(dbx.FailureReason, "no reason given")
 			return fmt.Errorf("runloop: devbox %s is %s: %s", dbx.ID, last, reason)
 		}
 		left := time.Until(deadline)
@@ -581,15 +582,6 @@ func uuid7() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Capabilities says what the runloop provider can do; see providers.Capabilities.

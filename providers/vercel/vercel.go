@@ -25,6 +25,7 @@ package vercel
 import (
 	"archive/tar"
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
@@ -147,7 +148,7 @@ func credentials(getenv func(string) string, now time.Time) (token, team, projec
 		if claims.Exp > 0 && now.After(time.Unix(claims.Exp, 0)) {
 			return "", "", "", &httpapi.ConfigError{Provider: Name, Vars: []string{"VERCEL_OIDC_TOKEN"}, Problem: "expired at " + time.Unix(claims.Exp, 0).UTC().Format(time.RFC3339), Hint: "pull a fresh one with `vercel env pull`, or use VERCEL_TOKEN, VERCEL_TEAM_ID and VERCEL_PROJECT_ID"}
 		}
-		project = firstNonEmpty(claims.ProjectID, getenv("VERCEL_PROJECT_ID"))
+		project = cmp.Or(claims.ProjectID, getenv("VERCEL_PROJECT_ID"))
 		if project == "" {
 			return "", "", "", &httpapi.ConfigError{Provider: Name, Vars: []string{"VERCEL_PROJECT_ID"}, Problem: "is not set and VERCEL_OIDC_TOKEN has no project_id claim"}
 		}
@@ -290,7 +291,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		}
 		return nil, fmt.Errorf("vercel: create: %w", err)
 	}
-	name := firstNonEmpty(created.Sandbox.Name, req.Name)
+	name := cmp.Or(created.Sandbox.Name, req.Name)
 	undo := func(cause error) error {
 		return remote.Undo(ctx, cause, func(c context.Context) error { return p.Delete(c, name) })
 	}
@@ -301,7 +302,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err != nil {
 		return nil, undo(err)
 	}
-	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
+	workDir := cmp.Or(spec.WorkDir, p.opts.WorkingDir)
 	s := p.handle(name, sess.ID, workDir, spec.Env, true)
 	if workDir != sess.Cwd {
 		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute, Repeatable: true})
@@ -737,15 +738,6 @@ func decodeError(_ int, body []byte) (code, message string) {
 		return "", ""
 	}
 	return e.Error.Code, e.Error.Message
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Capabilities says what the vercel provider can do; see providers.Capabilities.
