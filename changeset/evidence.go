@@ -2,6 +2,7 @@ package changeset
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -123,16 +124,9 @@ func textDiff(c Change, store Contents) (string, bool) {
 	if whyB == "binary" || whyA == "binary" {
 		return fmt.Sprintf("Binary file %s %s (content not shown): %s\n", c.Path, c.Kind, c.Describe()), true
 	}
-	if why := cmpOr(whyB, whyA); why != "" {
+	if why := cmp.Or(whyB, whyA); why != "" {
 		return fmt.Sprintf("%s (no diff: %s)\n", c.Describe(), why), false
 	}
 	edits := myers.ComputeEdits(span.URIFromPath(c.Path), before, after)
 	return fmt.Sprint(gotextdiff.ToUnified("a/"+c.Path, "b/"+c.Path, before, edits)), false
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

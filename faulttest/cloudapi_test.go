@@ -11,6 +11,7 @@ import (
 
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/daytona"
+	"github.com/talkops/talkops/providers/httpapi"
 )
 
 // The cloud clients against behaviours of the vendors' APIs that their own SDKs account
@@ -91,7 +92,7 @@ func TestDaytonaAttachPaused(t *testing.T) {
 	tg := newTarget(t, pDaytona, root, "")
 	dir, env := cloudRun(t, tg, root, "test -f README.md", "true")
 	// The sandbox a previous job created and paused, made through the same proxy.
-	p, err := daytona.New(daytona.Options{APIURL: tg.proxy.URL + "/api", WorkingDir: filepath.Join(root, "remote-wd"), PollInterval: 10 * time.Millisecond},
+	p, err := daytona.New(daytona.Options{APIURL: tg.proxy.URL + "/api", PollInterval: 10 * time.Millisecond, RemoteOptions: httpapi.RemoteOptions{WorkingDir: filepath.Join(root, "remote-wd")}},
 		func(k string) string { return map[string]string{"DAYTONA_API_KEY": "key"}[k] })
 	if err != nil {
 		t.Fatal(err)

@@ -297,13 +297,13 @@ func FuzzProviderAPI(f *testing.F) {
 		var err error
 		switch which % 4 {
 		case 0:
-			p, err = daytona.New(daytona.Options{APIURL: c.srv.URL + "/api", HTTPClient: hc, Retry: once, ReadyTimeout: ready, PollInterval: 10 * time.Millisecond}, getenv)
+			p, err = daytona.New(daytona.Options{APIURL: c.srv.URL + "/api", ReadyTimeout: ready, PollInterval: 10 * time.Millisecond, RemoteOptions: httpapi.RemoteOptions{HTTPClient: hc, Retry: once}}, getenv)
 		case 1:
-			p, err = vercel.New(vercel.Options{APIURL: c.srv.URL, HTTPClient: hc, Retry: once, ReadyTimeout: ready, PollInterval: 10 * time.Millisecond}, getenv)
+			p, err = vercel.New(vercel.Options{APIURL: c.srv.URL, ReadyTimeout: ready, PollInterval: 10 * time.Millisecond, RemoteOptions: httpapi.RemoteOptions{HTTPClient: hc, Retry: once}}, getenv)
 		case 2:
-			p, err = runloop.New(runloop.Options{APIURL: c.srv.URL, HTTPClient: hc, Retry: once, ReadyTimeout: ready}, getenv)
+			p, err = runloop.New(runloop.Options{APIURL: c.srv.URL, ReadyTimeout: ready, RemoteOptions: httpapi.RemoteOptions{HTTPClient: hc, Retry: once}}, getenv)
 		case 3:
-			p, err = langsmith.New(langsmith.Options{APIURL: c.srv.URL, HTTPClient: hc, Retry: once, ReadyTimeout: ready, PollInterval: 10 * time.Millisecond}, getenv)
+			p, err = langsmith.New(langsmith.Options{APIURL: c.srv.URL, ReadyTimeout: ready, PollInterval: 10 * time.Millisecond, RemoteOptions: httpapi.RemoteOptions{HTTPClient: hc, Retry: once}}, getenv)
 		}
 		if err != nil {
 			t.Fatalf("provider %d: %v", which%4, err)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +68,7 @@ func (r *run) planVerification() {
 		v.Warning = fmt.Sprintf(warnFallback, "the workspace is not recorded on the host")
 	case r.opts.CleanRoom == "":
 		v.Requested, v.Mode = v.Mode, result.VerifyInPlace
-		v.Warning = fmt.Sprintf(warnFallback, cmpOr(r.opts.NoCleanRoom, "this provider cannot make one"))
+		v.Warning = fmt.Sprintf(warnFallback, cmp.Or(r.opts.NoCleanRoom, "this provider cannot make one"))
 	}
 	r.res.Verification = v
 	if v.Warning != "" && r.opts.Rubric != nil {
@@ -215,19 +216,12 @@ func (r *run) closeCleanRoom(parent context.Context) {
 	rec.Teardown = status
 	if err := errors.Join(errs...); err != nil {
 		rec.Teardown = result.TeardownFailed
-		rec.Error = cmpOr(rec.Error, err.Error())
+		rec.Error = cmp.Or(rec.Error, err.Error())
 	}
 	r.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		r.fail(result.StageTeardown, err)
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // CleanRoomFor is how provider makes a clean room for the checks after an agent (the

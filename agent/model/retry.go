@@ -3,11 +3,12 @@ package model
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/talkops/talkops/internal/backoff"
 )
 
 // RetryPolicy bounds how a Model retries calls that failed for a temporary reason: HTTP
@@ -58,23 +59,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.MaxTotalWait = DefaultRetryPolicy.MaxTotalWait
 	}
 	if p.Sleep == nil {
-		p.Sleep = sleepCtx
+		p.Sleep = backoff.Sleep
 	}
 	return p
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // RetryEvent describes one retry, for WithRetryHook.
@@ -120,12 +107,7 @@ func (p RetryPolicy) backoff(attempt int, err error) time.Duration {
 	if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
 		return apiErr.RetryAfter
 	}
-	d := p.BaseDelay << min(attempt-1, 20)
-	if d <= 0 || d > p.MaxDelay {
-		d = p.MaxDelay
-	}
-	half := d / 2
-	return half + rand.N(half+1)
+	return backoff.Jittered(p.BaseDelay, p.MaxDelay, attempt)
 }
 
 // retryable reports whether err is worth another attempt.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/talkops/talkops/agent/model"
+	"github.com/talkops/talkops/internal/lines"
 	"github.com/talkops/talkops/providers"
 )
 
@@ -70,6 +71,15 @@ resolve() {
 }
 resolve "$1" "$2"
 `
+
+// searchRoot resolves the path argument of ls, glob and grep, which defaults to the
+// working directory.
+func (e *Env) searchRoot(p string) (string, error) {
+	if p == "" {
+		p = "."
+	}
+	return e.sandboxPath(p)
+}
 
 // sandboxPath turns a model-supplied path into a clean absolute path inside the working
 // directory, or explains why it cannot be used.
@@ -227,10 +237,10 @@ func (t *readTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 		return errorf("%s has %d lines; offset %d is past the end", t.env.rel(p), total, offset), nil
 	}
 	var b strings.Builder
-	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	fileLines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
 	last := offset - 1
 	budget := min(t.env.maxOutput(), maxReadBytes)
-	for i, line := range lines {
+	for i, line := range fileLines {
 		if b.Len() > budget && i > 0 {
 			break
 		}
@@ -310,18 +320,7 @@ func (t *writeTool) Run(ctx context.Context, input json.RawMessage) (Result, err
 	if created {
 		verb = "Created"
 	}
-	return Result{Output: fmt.Sprintf("%s %s (%d bytes, %d lines).", verb, t.env.rel(p), len(*in.Content), countLines(*in.Content))}, nil
-}
-
-func countLines(s string) int {
-	if s == "" {
-		return 0
-	}
-	n := strings.Count(s, "\n")
-	if !strings.HasSuffix(s, "\n") {
-		n++
-	}
-	return n
+	return Result{Output: fmt.Sprintf("%s %s (%d bytes, %d lines).", verb, t.env.rel(p), len(*in.Content), lines.Count(*in.Content))}, nil
 }
 
 // --- edit_file -------------------------------------------------------------------------
@@ -415,7 +414,7 @@ func (t *editTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	fmt.Fprintf(&b, "Edited %s: replaced %d occurrence(s).", t.env.rel(p), count)
 	if count == 1 {
 		b.WriteString(" The changed lines now read:\n")
-		b.WriteString(snippet(updated, firstLine, countLines(newS)))
+		b.WriteString(snippet(updated, firstLine, lines.Count(newS)))
 	}
 	return Result{Output: b.String()}, nil
 }
@@ -427,11 +426,11 @@ func notFoundHint(name, content, old string) string {
 	}
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	if n := norm(old); n != "" {
-		lines := strings.Split(content, "\n")
-		oldLines := max(countLines(old), 1)
-		for i := range lines {
-			end := min(i+oldLines, len(lines))
-			if norm(strings.Join(lines[i:end], "\n")) == n {
+		contentLines := strings.Split(content, "\n")
+		oldLines := max(lines.Count(old), 1)
+		for i := range contentLines {
+			end := min(i+oldLines, len(contentLines))
+			if norm(strings.Join(contentLines[i:end], "\n")) == n {
 				return fmt.Sprintf("old_string was not found exactly in %s, but the same text with different whitespace or indentation is at line %d:\n%s\nCopy the text exactly as it appears (read_file shows it, after the tab).",
 					name, i+1, snippet(content, i+1, oldLines))
 			}
@@ -442,7 +441,7 @@ func notFoundHint(name, content, old string) string {
 			return fmt.Sprintf("old_string was not found in %s. Its first line occurs at line %d, but the following lines differ; read the file again around there.", name, lineOf(content, at))
 		}
 	}
-	return fmt.Sprintf("old_string was not found in %s (%d lines). Read the file again with read_file; it may differ from what you expect.", name, countLines(content))
+	return fmt.Sprintf("old_string was not found in %s (%d lines). Read the file again with read_file; it may differ from what you expect.", name, lines.Count(content))
 }
 
 func lineNumberPrefix(s string) bool {
@@ -528,10 +527,7 @@ func (t *lsTool) Run(ctx context.Context, input json.RawMessage) (Result, error)
 	if err := decode(input, &in); err != nil {
 		return invalid(err), nil
 	}
-	if in.Path == "" {
-		in.Path = "."
-	}
-	p, err := t.env.sandboxPath(in.Path)
+	p, err := t.env.searchRoot(in.Path)
 	if err != nil {
 		return invalid(err), nil
 	}
@@ -561,15 +557,21 @@ func (t *lsTool) Run(ctx context.Context, input json.RawMessage) (Result, error)
 		return Result{Output: fmt.Sprintf("%s is empty.", t.env.rel(p))}, nil
 	}
 	var b strings.Builder
-	for i, n := range names {
-		if i == maxListEntries {
-			fmt.Fprintf(&b, "[%d more entries not shown; use glob or execute to narrow down]\n", len(names)-maxListEntries)
-			break
+	writeCapped(&b, names, maxListEntries, "[%d more entries not shown; use glob or execute to narrow down]\n")
+	return Result{Output: b.String()}, nil
+}
+
+// writeCapped writes items one per line, at most limit of them, then more (a format with
+// one %d for the number left out) when some were left out.
+func writeCapped(b *strings.Builder, items []string, limit int, more string) {
+	for i, item := range items {
+		if i == limit {
+			fmt.Fprintf(b, more, len(items)-limit)
+			return
 		}
-		b.WriteString(n)
+		b.WriteString(item)
 		b.WriteByte('\n')
 	}
-	return Result{Output: b.String()}, nil
 }
 
 // --- glob ------------------------------------------------------------------------------
@@ -611,10 +613,7 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	if err := validGlob(in.Pattern); err != nil {
 		return invalid(err), nil
 	}
-	if in.Path == "" {
-		in.Path = "."
-	}
-	p, err := t.env.sandboxPath(in.Path)
+	p, err := t.env.searchRoot(in.Path)
 	if err != nil {
 		return invalid(err), nil
 	}
@@ -647,14 +646,7 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 		}
 		b.WriteByte('\n')
 	}
-	for i, m := range matches {
-		if i == maxGlobResults {
-			fmt.Fprintf(&b, "[%d more matches not shown; narrow the pattern or the path]\n", len(matches)-maxGlobResults)
-			break
-		}
-		b.WriteString(m)
-		b.WriteByte('\n')
-	}
+	writeCapped(&b, matches, maxGlobResults, "[%d more matches not shown; narrow the pattern or the path]\n")
 	if scanCapped {
 		fmt.Fprintf(&b, "[search stopped after %d files; narrow the path]\n", maxGlobScan)
 	}
@@ -712,9 +704,6 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	if in.Pattern == "" {
 		return errorf("pattern is required"), nil
 	}
-	if in.Path == "" {
-		in.Path = "."
-	}
 	include := in.Include
 	if include == "" {
 		include = "*"
@@ -722,7 +711,7 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 	if strings.Contains(include, "/") {
 		return errorf("include matches file names only (no /); got %q", in.Include), nil
 	}
-	p, err := t.env.sandboxPath(in.Path)
+	p, err := t.env.searchRoot(in.Path)
 	if err != nil {
 		return invalid(err), nil
 	}

@@ -32,6 +32,7 @@
 package agentcore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -151,14 +152,12 @@ var (
 // chain (shared files, SSO, web identity, container and instance credentials) reads the
 // process environment, as the SDK always does.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
-	region := firstNonEmpty(opts.Region, getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"))
-	profile := firstNonEmpty(opts.Profile, getenv("AWS_PROFILE"))
+	region := cmp.Or(opts.Region, getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"))
+	profile := cmp.Or(opts.Profile, getenv("AWS_PROFILE"))
 	var load []func(*config.LoadOptions) error
 	if region != "" {
 		load = append(load, config.WithRegion(region))
@@ -214,11 +213,11 @@ func (o *Options) normalize() error {
 	bad := func(key, problem, hint string) error {
 		return &httpapi.ConfigError{Provider: Name, Vars: []string{key}, Problem: problem, Hint: hint}
 	}
-	o.CodeInterpreter = firstNonEmpty(o.CodeInterpreter, DefaultCodeInterpreter)
+	o.CodeInterpreter = cmp.Or(o.CodeInterpreter, DefaultCodeInterpreter)
 	if strings.ContainsAny(o.CodeInterpreter, "/?# ") {
 		return bad("code_interpreter", fmt.Sprintf("is %q, not an identifier", o.CodeInterpreter), "for example "+DefaultCodeInterpreter+" or the id of a custom code interpreter")
 	}
-	o.WorkingDir = firstNonEmpty(o.WorkingDir, DefaultWorkingDir)
+	o.WorkingDir = cmp.Or(o.WorkingDir, DefaultWorkingDir)
 	if !path.IsAbs(o.WorkingDir) {
 		return bad("working_dir", fmt.Sprintf("is %q, not an absolute path", o.WorkingDir), "for example "+DefaultWorkingDir)
 	}
@@ -338,7 +337,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err := p.waitReady(ctx, id); err != nil {
 		return nil, undo(err)
 	}
-	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
+	workDir := cmp.Or(spec.WorkDir, p.opts.WorkingDir)
 	sb, err := p.handle(ctx, id, workDir, spec.Env, true)
 	if err != nil {
 		return nil, undo(err)
@@ -390,7 +389,7 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 		return nil, fmt.Errorf("agentcore: attach %s: %w", id, apiError("GetCodeInterpreterSession", err))
 	}
 	if out.Status != types.CodeInterpreterSessionStatusReady {
-		return nil, fmt.Errorf("agentcore: attach %s: the session is %s, not READY: %w", id, firstNonEmpty(string(out.Status), "starting"), providers.ErrNotFound)
+		return nil, fmt.Errorf("agentcore: attach %s: the session is %s, not READY: %w", id, cmp.Or(string(out.Status), "starting"), providers.ErrNotFound)
 	}
 	sb, err := p.handle(ctx, id, p.opts.WorkingDir, nil, false)
 	if err != nil {
@@ -549,15 +548,6 @@ func ParseSessionName(name string) (runID string, expires time.Time, ok bool) {
 		return "", time.Time{}, false
 	}
 	return runID, time.Unix(secs, 0).UTC(), true
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func clip(b []byte, n int) string {

@@ -41,7 +41,14 @@ func (h *Configured) Spec(t T) providers.Spec {
 
 // Alive lists what the provider reports, when it can list.
 func (h *Configured) Alive(ctx context.Context) ([]string, bool) {
-	p, err := h.New()
+	return ListedIDs(ctx, h.New, nil)
+}
+
+// ListedIDs builds a provider with newProvider and returns the ids its List reports,
+// leaving out those skip says to; ok is false when the provider cannot be built, cannot
+// list, or the list failed. It is the Alive of the contract's harnesses.
+func ListedIDs(ctx context.Context, newProvider func() (providers.Provider, error), skip func(providers.Info) bool) (ids []string, ok bool) {
+	p, err := newProvider()
 	if err != nil {
 		return nil, false
 	}
@@ -53,9 +60,11 @@ func (h *Configured) Alive(ctx context.Context) ([]string, bool) {
 	if err != nil {
 		return nil, false
 	}
-	ids := make([]string, 0, len(infos))
-	for _, i := range infos {
-		ids = append(ids, i.ID)
+	ids = make([]string, 0, len(infos))
+	for _, in := range infos {
+		if skip == nil || !skip(in) {
+			ids = append(ids, in.ID)
+		}
 	}
 	return ids, true
 }

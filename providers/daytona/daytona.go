@@ -24,6 +24,7 @@
 package daytona
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,8 +61,6 @@ type Options struct {
 	APIURL string `toml:"api_url"`
 	// Target is the region ("us", "eu"); default DAYTONA_TARGET, else the org default.
 	Target string `toml:"target"`
-	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string `toml:"-"`
 	// Image builds the sandbox from a container image (buildInfo "FROM <image>") when
 	// Spec.Snapshot is empty. Empty: the org's default snapshot.
 	Image string `toml:"image"`
@@ -78,13 +77,8 @@ type Options struct {
 	// PollInterval is the first pause of the readiness poll (default 500 ms); it grows to
 	// 5 s.
 	PollInterval time.Duration `toml:"-"`
-	// TempDir is where command scripts stage files inside the sandbox (pid files, large
-	// stdin, output kept for the client); default /tmp.
-	TempDir string `toml:"-"`
-	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client   `toml:"-"`
-	Retry      httpapi.Retry  `toml:"-"`
-	Stats      *httpapi.Stats `toml:"-"`
+	// RemoteOptions holds WorkingDir, TempDir and the HTTP transport.
+	httpapi.RemoteOptions
 }
 
 // Provider creates and attaches Daytona sandboxes. It implements providers.Provider and
@@ -105,9 +99,7 @@ var (
 // A missing DAYTONA_API_KEY (or DAYTONA_JWT_TOKEN with DAYTONA_ORGANIZATION_ID) is a
 // *httpapi.ConfigError wrapping providers.ErrConfig.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	header := http.Header{}
 	switch key, jwt, org := getenv("DAYTONA_API_KEY"), getenv("DAYTONA_JWT_TOKEN"), getenv("DAYTONA_ORGANIZATION_ID"); {
 	case key != "":
@@ -122,22 +114,16 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	}
 	header.Set("X-Daytona-Source", "talkops")
 	if opts.APIURL == "" {
-		opts.APIURL = firstNonEmpty(getenv("DAYTONA_API_URL"), getenv("DAYTONA_SERVER_URL"), DefaultAPIURL)
+		opts.APIURL = cmp.Or(getenv("DAYTONA_API_URL"), getenv("DAYTONA_SERVER_URL"), DefaultAPIURL)
 	}
-	if u, err := url.Parse(opts.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"api_url / DAYTONA_API_URL"}, Problem: fmt.Sprintf("is %q, not an http(s) URL", opts.APIURL), Hint: "for example " + DefaultAPIURL}
+	if err := httpapi.CheckURL(Name, "api_url / DAYTONA_API_URL", opts.APIURL, DefaultAPIURL); err != nil {
+		return nil, err
 	}
 	if opts.Target == "" {
 		opts.Target = getenv("DAYTONA_TARGET")
 	}
-	if opts.WorkingDir == "" {
-		opts.WorkingDir = DefaultWorkingDir
-	}
-	if !strings.HasPrefix(opts.WorkingDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
-	}
-	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
+	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
+		return nil, err
 	}
 	if opts.CPU < 0 || opts.MemoryGB < 0 || opts.DiskGB < 0 || opts.AutoStopMinutes < 0 {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"cpu / memory / disk / auto_stop"}, Problem: "must not be negative"}
@@ -148,10 +134,7 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 500 * time.Millisecond
 	}
-	mk := func(base string) *httpapi.Client {
-		return &httpapi.Client{Provider: Name, BaseURL: base, HTTP: opts.HTTPClient, Header: header, Retry: opts.Retry, DecodeError: decodeError, Stats: opts.Stats}
-	}
-	return &Provider{opts: opts, api: mk(opts.APIURL), tb: mk("")}, nil
+	return &Provider{opts: opts, api: opts.NewClient(Name, opts.APIURL, header, decodeError), tb: opts.NewClient(Name, "", header, decodeError)}, nil
 }
 
 // Name returns "daytona".
@@ -504,15 +487,6 @@ func decodeError(_ int, body []byte) (code, message string) {
 		s = e.Error
 	}
 	return e.Code, s
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Capabilities says what the daytona provider can do; see providers.Capabilities.

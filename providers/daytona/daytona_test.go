@@ -28,7 +28,7 @@ var env = cloudtest.Env
 
 func newProvider(t *testing.T, srv *daytonafake.Server, mod func(*daytona.Options)) *daytona.Provider {
 	t.Helper()
-	opts := daytona.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: cloudtest.FastRetry, ReadyTimeout: 10 * time.Second}
+	opts := daytona.Options{APIURL: srv.APIURL(), PollInterval: 5 * time.Millisecond, ReadyTimeout: 10 * time.Second, RemoteOptions: httpapi.RemoteOptions{WorkingDir: t.TempDir(), TempDir: t.TempDir(), Retry: cloudtest.FastRetry}}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -75,7 +75,7 @@ func TestNewConfigErrors(t *testing.T) {
 		{"NoKey", daytona.Options{}, env(), "DAYTONA_API_KEY"},
 		{"JWTWithoutOrg", daytona.Options{}, env("DAYTONA_JWT_TOKEN", "jwt"), "DAYTONA_ORGANIZATION_ID"},
 		{"BadURL", daytona.Options{APIURL: "app.daytona.io"}, env("DAYTONA_API_KEY", "k"), "api_url"},
-		{"RelativeWorkDir", daytona.Options{WorkingDir: "work"}, env("DAYTONA_API_KEY", "k"), "working_dir"},
+		{"RelativeWorkDir", daytona.Options{RemoteOptions: httpapi.RemoteOptions{WorkingDir: "work"}}, env("DAYTONA_API_KEY", "k"), "working_dir"},
 		{"NegativeCPU", daytona.Options{CPU: -1}, env("DAYTONA_API_KEY", "k"), "cpu"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestNewConfigErrors(t *testing.T) {
 
 func TestNewReadsEnvironment(t *testing.T) {
 	srv := newServer(t)
-	p, err := daytona.New(daytona.Options{WorkingDir: t.TempDir(), PollInterval: time.Millisecond},
+	p, err := daytona.New(daytona.Options{PollInterval: time.Millisecond, RemoteOptions: httpapi.RemoteOptions{WorkingDir: t.TempDir()}},
 		env("DAYTONA_API_KEY", key, "DAYTONA_API_URL", srv.APIURL(), "DAYTONA_TARGET", "eu"))
 	if err != nil {
 		t.Fatal(err)

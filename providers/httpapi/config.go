@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/talkops/talkops/providers"
@@ -29,3 +31,62 @@ func (e *ConfigError) Error() string {
 
 // Unwrap returns providers.ErrConfig.
 func (e *ConfigError) Unwrap() error { return providers.ErrConfig }
+
+// RemoteOptions are the settings every HTTP sandbox provider shares that are not user
+// configuration: where commands run and stage files, and the HTTP client's transport.
+// A provider's Options embeds it, so the fields read as the provider's own.
+type RemoteOptions struct {
+	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
+	WorkingDir string `toml:"-"`
+	// TempDir is where command scripts stage files inside the sandbox (pid files, large
+	// stdin, output kept for the client); default /tmp.
+	TempDir string `toml:"-"`
+	// HTTPClient, Retry and Stats are passed to the HTTP client.
+	HTTPClient *http.Client `toml:"-"`
+	Retry      Retry        `toml:"-"`
+	Stats      *Stats       `toml:"-"`
+}
+
+// Resolve fills in defaultWorkingDir and checks both directories with CheckSandboxDirs.
+func (o *RemoteOptions) Resolve(provider, defaultWorkingDir string) error {
+	if o.WorkingDir == "" {
+		o.WorkingDir = defaultWorkingDir
+	}
+	return CheckSandboxDirs(provider, o.WorkingDir, o.TempDir)
+}
+
+// CheckSandboxDirs returns a *ConfigError naming provider unless workingDir, and tempDir
+// when set, are absolute paths inside the sandbox.
+func CheckSandboxDirs(provider, workingDir, tempDir string) error {
+	if !strings.HasPrefix(workingDir, "/") {
+		return &ConfigError{Provider: provider, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", workingDir)}
+	}
+	if tempDir != "" && !strings.HasPrefix(tempDir, "/") {
+		return &ConfigError{Provider: provider, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", tempDir)}
+	}
+	return nil
+}
+
+// NewClient returns a client of one of provider's APIs that uses o's transport, retry
+// bounds and counters.
+func (o RemoteOptions) NewClient(provider, baseURL string, header http.Header, decodeError func(status int, body []byte) (code, message string)) *Client {
+	return &Client{Provider: provider, BaseURL: baseURL, HTTP: o.HTTPClient, Header: header, Retry: o.Retry, DecodeError: decodeError, Stats: o.Stats}
+}
+
+// CheckURL returns a *ConfigError naming provider and setting unless rawURL is an
+// absolute http(s) URL; example shows a valid one.
+func CheckURL(provider, setting, rawURL, example string) error {
+	if u, err := url.Parse(rawURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &ConfigError{Provider: provider, Vars: []string{setting}, Problem: fmt.Sprintf("is %q, not an http(s) URL", rawURL), Hint: "for example " + example}
+	}
+	return nil
+}
+
+// Env returns getenv, or, when it is nil, a lookup that finds nothing: a provider's New
+// reads its credentials only through the function it is given.
+func Env(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return func(string) string { return "" }
+	}
+	return getenv
+}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -24,6 +23,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/talkops/talkops/internal/backoff"
 )
 
 // Client sends requests to one provider's API. The zero value is not usable: set at least
@@ -315,7 +316,7 @@ func (c *Client) Do(ctx context.Context, req Request) (*http.Response, error) {
 				return nil, apiErr
 			}
 		}
-		wait = max(wait, backoff(policy, attempt))
+		wait = max(wait, backoff.Jittered(policy.Base, policy.Max, attempt))
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			if apiErr != nil {
 				apiErr.GaveUp = "the deadline comes before the next attempt"
@@ -463,14 +464,7 @@ func (c *Client) wait(ctx context.Context, d time.Duration) error {
 	if c.sleep != nil {
 		return c.sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return backoff.Sleep(ctx, d)
 }
 
 // errorFrom reads (and closes) resp's body and builds the *Error.
@@ -521,16 +515,6 @@ func retryableTransport(err error, mode RetryMode) bool {
 		return errors.Is(err, syscall.ECONNREFUSED)
 	}
 	return false
-}
-
-// backoff is exponential with "equal jitter": half the step is fixed, half random.
-func backoff(p Retry, attempt int) time.Duration {
-	step := p.Base << min(attempt-1, 20)
-	if step > p.Max || step <= 0 {
-		step = p.Max
-	}
-	half := step / 2
-	return half + rand.N(half+1)
 }
 
 // retryAfter reads how long the server asked the client to wait: Retry-After (seconds or

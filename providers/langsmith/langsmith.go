@@ -25,6 +25,7 @@
 package langsmith
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,8 +63,6 @@ type Options struct {
 	// APIURL is the LangSmith endpoint (default LANGSMITH_ENDPOINT, else
 	// DefaultEndpoint); "/v2/sandboxes" is appended unless it is already there.
 	APIURL string `toml:"api_url"`
-	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string `toml:"-"`
 	// VCPUs, MemBytes and DiskBytes size the sandbox; 0 is LangSmith's default.
 	VCPUs     int   `toml:"vcpus"`
 	MemBytes  int64 `toml:"memory_bytes"`
@@ -82,13 +81,8 @@ type Options struct {
 	BuildTimeout time.Duration `toml:"build_timeout"`
 	// PollInterval is the first pause of the polls (default 1 s).
 	PollInterval time.Duration `toml:"-"`
-	// TempDir is where command scripts stage files inside the sandbox (pid files, large
-	// stdin, output kept for the client); default /tmp.
-	TempDir string `toml:"-"`
-	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client   `toml:"-"`
-	Retry      httpapi.Retry  `toml:"-"`
-	Stats      *httpapi.Stats `toml:"-"`
+	// RemoteOptions holds WorkingDir, TempDir and the HTTP transport.
+	httpapi.RemoteOptions
 }
 
 // Provider creates and attaches LangSmith sandboxes. It implements providers.Provider and
@@ -108,32 +102,23 @@ var (
 // LANGSMITH_TENANT_ID picks a workspace. A missing key is a *httpapi.ConfigError wrapping
 // providers.ErrConfig.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	key := firstNonEmpty(getenv("LANGSMITH_SANDBOX_API_KEY"), getenv("LANGSMITH_API_KEY"), getenv("LANGCHAIN_API_KEY"))
+	getenv = httpapi.Env(getenv)
+	key := cmp.Or(getenv("LANGSMITH_SANDBOX_API_KEY"), getenv("LANGSMITH_API_KEY"), getenv("LANGCHAIN_API_KEY"))
 	if key == "" {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"LANGSMITH_API_KEY"}, Problem: "is not set", Hint: "create a key in LangSmith under Settings > API Keys; LANGSMITH_SANDBOX_API_KEY takes precedence when set"}
 	}
 	if opts.APIURL == "" {
-		opts.APIURL = firstNonEmpty(getenv("LANGSMITH_ENDPOINT"), getenv("LANGCHAIN_ENDPOINT"), DefaultEndpoint)
+		opts.APIURL = cmp.Or(getenv("LANGSMITH_ENDPOINT"), getenv("LANGCHAIN_ENDPOINT"), DefaultEndpoint)
 	}
-	u, err := url.Parse(opts.APIURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"api_url / LANGSMITH_ENDPOINT"}, Problem: fmt.Sprintf("is %q, not an http(s) URL", opts.APIURL), Hint: "for example " + DefaultEndpoint}
+	if err := httpapi.CheckURL(Name, "api_url / LANGSMITH_ENDPOINT", opts.APIURL, DefaultEndpoint); err != nil {
+		return nil, err
 	}
 	base := strings.TrimRight(opts.APIURL, "/")
 	if !strings.HasSuffix(base, "/v2/sandboxes") {
 		base += "/v2/sandboxes"
 	}
-	if opts.WorkingDir == "" {
-		opts.WorkingDir = DefaultWorkingDir
-	}
-	if !strings.HasPrefix(opts.WorkingDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
-	}
-	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
+	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
+		return nil, err
 	}
 	if opts.VCPUs < 0 || opts.MemBytes < 0 || opts.DiskBytes < 0 || opts.SnapshotDiskBytes < 0 || opts.CommandLimit < 0 {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / mem_bytes / disk_bytes / command_limit"}, Problem: "must not be negative"}
@@ -157,8 +142,7 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if tenant := getenv("LANGSMITH_TENANT_ID"); tenant != "" {
 		header.Set("X-Tenant-Id", tenant)
 	}
-	api := &httpapi.Client{Provider: Name, BaseURL: base, HTTP: opts.HTTPClient, Header: header, Retry: opts.Retry, DecodeError: decodeError, Stats: opts.Stats}
-	return &Provider{opts: opts, api: api}, nil
+	return &Provider{opts: opts, api: opts.NewClient(Name, base, header, decodeError)}, nil
 }
 
 // Name returns "langsmith".
@@ -236,14 +220,14 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		}
 		return nil, fmt.Errorf("langsmith: create: %w", err)
 	}
-	name := firstNonEmpty(sb.Name, req.Name)
+	name := cmp.Or(sb.Name, req.Name)
 	undo := func(cause error) error {
 		return remote.Undo(ctx, cause, func(c context.Context) error { return p.Delete(c, name) })
 	}
 	if sb, err = p.waitReady(ctx, name, sb); err != nil {
 		return nil, undo(err)
 	}
-	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
+	workDir := cmp.Or(spec.WorkDir, p.opts.WorkingDir)
 	s, err := p.handle(sb, workDir, spec.Env, true)
 	if err != nil {
 		return nil, undo(err)
@@ -308,7 +292,7 @@ func (p *Provider) ensureSnapshot(ctx context.Context, name string) (string, err
 		case "ready":
 			return true, nil
 		case "failed":
-			return false, fmt.Errorf("langsmith: snapshot %q (%s) failed to build: %s", name, id, firstNonEmpty(s.StatusMessage, "no reason given"))
+			return false, fmt.Errorf("langsmith: snapshot %q (%s) failed to build: %s", name, id, cmp.Or(s.StatusMessage, "no reason given"))
 		}
 		return false, nil
 	})
@@ -433,7 +417,7 @@ func (p *Provider) waitReady(ctx context.Context, name string, sb sandboxJSON) (
 		case "ready":
 			return true, nil
 		case "failed", "stopped", "deleting":
-			return false, fmt.Errorf("langsmith: sandbox %s is %s: %s", name, st.Status, firstNonEmpty(st.StatusMessage, "no reason given"))
+			return false, fmt.Errorf("langsmith: sandbox %s is %s: %s", name, st.Status, cmp.Or(st.StatusMessage, "no reason given"))
 		}
 		return false, nil
 	})
@@ -559,15 +543,6 @@ func decodeError(_ int, body []byte) (code, message string) {
 		return "", s
 	}
 	return e.Error, e.Message
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Capabilities says what the langsmith provider can do; see providers.Capabilities.

@@ -38,7 +38,7 @@ func newServer(t *testing.T) *langsmithfake.Server {
 
 func newProvider(t *testing.T, srv *langsmithfake.Server, mod func(*langsmith.Options)) *langsmith.Provider {
 	t.Helper()
-	opts := langsmith.Options{APIURL: srv.APIURL(), WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: cloudtest.FastRetry, ReadyTimeout: 10 * time.Second}
+	opts := langsmith.Options{APIURL: srv.APIURL(), PollInterval: 5 * time.Millisecond, ReadyTimeout: 10 * time.Second, RemoteOptions: httpapi.RemoteOptions{WorkingDir: t.TempDir(), TempDir: t.TempDir(), Retry: cloudtest.FastRetry}}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -68,7 +68,7 @@ func TestNewConfig(t *testing.T) {
 	// The key and endpoint are read in the documented order, and the tenant is sent.
 	srv := newServer(t)
 	srv.APIKey = "sandbox-key"
-	p, err := langsmith.New(langsmith.Options{WorkingDir: t.TempDir(), PollInterval: time.Millisecond},
+	p, err := langsmith.New(langsmith.Options{PollInterval: time.Millisecond, RemoteOptions: httpapi.RemoteOptions{WorkingDir: t.TempDir()}},
 		env("LANGSMITH_SANDBOX_API_KEY", "sandbox-key", "LANGSMITH_API_KEY", "other", "LANGSMITH_ENDPOINT", srv.URL+"/v2/sandboxes/"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package modal
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -58,10 +59,10 @@ func loadCredentials(getenv func(string) string) (account, error) {
 			Hint: "fix the file, or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"}
 	}
 	c := account{
-		tokenID:     firstNonEmpty(getenv("MODAL_TOKEN_ID"), prof.TokenID),
-		tokenSecret: firstNonEmpty(getenv("MODAL_TOKEN_SECRET"), prof.TokenSecret),
-		environment: firstNonEmpty(getenv("MODAL_ENVIRONMENT"), prof.Environment),
-		serverURL:   firstNonEmpty(getenv("MODAL_SERVER_URL"), prof.ServerURL),
+		tokenID:     cmp.Or(getenv("MODAL_TOKEN_ID"), prof.TokenID),
+		tokenSecret: cmp.Or(getenv("MODAL_TOKEN_SECRET"), prof.TokenSecret),
+		environment: cmp.Or(getenv("MODAL_ENVIRONMENT"), prof.Environment),
+		serverURL:   cmp.Or(getenv("MODAL_SERVER_URL"), prof.ServerURL),
 	}
 	var missing []string
 	if c.tokenID == "" {
@@ -174,13 +175,4 @@ func jwtExpiry(tok string, now time.Time) time.Time {
 		return fallback
 	}
 	return time.Unix(int64(claims.Exp), 0)
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

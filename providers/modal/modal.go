@@ -27,6 +27,7 @@
 package modal
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -121,23 +122,18 @@ var (
 // or created. Missing credentials are a *httpapi.ConfigError wrapping
 // providers.ErrConfig that names MODAL_TOKEN_ID, MODAL_TOKEN_SECRET and the config file.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	creds, err := loadCredentials(getenv)
 	if err != nil {
 		return nil, err
 	}
-	opts.ServerURL = firstNonEmpty(opts.ServerURL, creds.serverURL, DefaultServerURL)
-	opts.Environment = firstNonEmpty(opts.Environment, creds.environment)
-	opts.AppName = firstNonEmpty(opts.AppName, DefaultAppName)
-	opts.Image = firstNonEmpty(opts.Image, DefaultImage)
-	opts.WorkingDir = firstNonEmpty(opts.WorkingDir, DefaultWorkingDir)
-	if !strings.HasPrefix(opts.WorkingDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
-	}
-	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
+	opts.ServerURL = cmp.Or(opts.ServerURL, creds.serverURL, DefaultServerURL)
+	opts.Environment = cmp.Or(opts.Environment, creds.environment)
+	opts.AppName = cmp.Or(opts.AppName, DefaultAppName)
+	opts.Image = cmp.Or(opts.Image, DefaultImage)
+	opts.WorkingDir = cmp.Or(opts.WorkingDir, DefaultWorkingDir)
+	if err := httpapi.CheckSandboxDirs(Name, opts.WorkingDir, opts.TempDir); err != nil {
+		return nil, err
 	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
@@ -213,13 +209,13 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("modal: create: %w", err)
 	}
-	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
+	workDir := cmp.Or(spec.WorkDir, p.opts.WorkingDir)
 	app, err := p.api.AppGetOrCreate(ctx, &pb.AppGetOrCreateRequest{AppName: p.opts.AppName, EnvironmentName: p.opts.Environment,
 		ObjectCreationType: pb.ObjectCreationType_OBJECT_CREATION_TYPE_CREATE_IF_MISSING})
 	if err != nil {
 		return nil, fmt.Errorf("modal: create: app %q: %w", p.opts.AppName, describe(err))
 	}
-	imageID, err := p.image(ctx, app.GetAppId(), firstNonEmpty(spec.Snapshot, p.opts.Image))
+	imageID, err := p.image(ctx, app.GetAppId(), cmp.Or(spec.Snapshot, p.opts.Image))
 	if err != nil {
 		return nil, fmt.Errorf("modal: create: %w", err)
 	}

@@ -26,6 +26,7 @@
 package runloop
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -74,8 +75,6 @@ var ResourceSizes = []string{"X_SMALL", "SMALL", "MEDIUM", "LARGE", "X_LARGE", "
 type Options struct {
 	// APIURL is the API base; default RUNLOOP_BASE_URL, else DefaultAPIURL.
 	APIURL string `toml:"api_url"`
-	// WorkingDir is the devbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string `toml:"-"`
 	// ResourceSize is one of ResourceSizes; empty is Runloop's default.
 	ResourceSize string `toml:"resource_size"`
 	// Architecture is "x86_64" or "arm64"; empty is Runloop's default.
@@ -86,13 +85,8 @@ type Options struct {
 	ReadyTimeout time.Duration `toml:"ready_timeout"`
 	// LongPoll is the hold asked of each wait_for_status call; default DefaultLongPoll.
 	LongPoll time.Duration `toml:"-"`
-	// TempDir is where command scripts stage files inside the sandbox (pid files, large
-	// stdin, output kept for the client); default /tmp.
-	TempDir string `toml:"-"`
-	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client   `toml:"-"`
-	Retry      httpapi.Retry  `toml:"-"`
-	Stats      *httpapi.Stats `toml:"-"`
+	// RemoteOptions holds WorkingDir, TempDir and the HTTP transport.
+	httpapi.RemoteOptions
 }
 
 // Provider creates and attaches Runloop devboxes. It implements providers.Provider and
@@ -110,27 +104,19 @@ var (
 // New checks the credentials and settings and returns a provider; nothing is created. A
 // missing RUNLOOP_API_KEY is a *httpapi.ConfigError wrapping providers.ErrConfig.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	key := getenv("RUNLOOP_API_KEY")
 	if key == "" {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"RUNLOOP_API_KEY"}, Problem: "is not set", Hint: "create an API key in the Runloop dashboard under Settings"}
 	}
 	if opts.APIURL == "" {
-		opts.APIURL = firstNonEmpty(getenv("RUNLOOP_BASE_URL"), DefaultAPIURL)
+		opts.APIURL = cmp.Or(getenv("RUNLOOP_BASE_URL"), DefaultAPIURL)
 	}
-	if u, err := url.Parse(opts.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"api_url / RUNLOOP_BASE_URL"}, Problem: fmt.Sprintf("is %q, not an http(s) URL", opts.APIURL), Hint: "for example " + DefaultAPIURL}
+	if err := httpapi.CheckURL(Name, "api_url / RUNLOOP_BASE_URL", opts.APIURL, DefaultAPIURL); err != nil {
+		return nil, err
 	}
-	if opts.WorkingDir == "" {
-		opts.WorkingDir = DefaultWorkingDir
-	}
-	if !strings.HasPrefix(opts.WorkingDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
-	}
-	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
+	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
+		return nil, err
 	}
 	if opts.ResourceSize != "" && !slices.Contains(ResourceSizes, opts.ResourceSize) {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"resource_size"}, Problem: fmt.Sprintf("is %q", opts.ResourceSize), Hint: "one of " + strings.Join(ResourceSizes, ", ")}
@@ -150,16 +136,8 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.LongPoll <= 0 || opts.LongPoll > DefaultLongPoll {
 		opts.LongPoll = DefaultLongPoll
 	}
-	api := &httpapi.Client{
-		Provider:    Name,
-		BaseURL:     opts.APIURL,
-		HTTP:        opts.HTTPClient,
-		Header:      http.Header{"Authorization": {"Bearer " + key}, "User-Agent": {"talkops"}},
-		Retry:       opts.Retry,
-		DecodeError: decodeError,
-		Stats:       opts.Stats,
-	}
-	return &Provider{opts: opts, api: api}, nil
+	header := http.Header{"Authorization": {"Bearer " + key}, "User-Agent": {"talkops"}}
+	return &Provider{opts: opts, api: opts.NewClient(Name, opts.APIURL, header, decodeError)}, nil
 }
 
 // Name returns "runloop".
@@ -243,7 +221,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err := p.waitRunning(ctx, dbx); err != nil {
 		return nil, undo(err)
 	}
-	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
+	workDir := cmp.Or(spec.WorkDir, p.opts.WorkingDir)
 	s := p.handle(dbx.ID, workDir, spec.Env, true)
 	if workDir != DefaultWorkingDir {
 		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n"})
@@ -398,7 +376,7 @@ func (p *Provider) waitRunning(ctx context.Context, dbx devboxJSON) error {
 	for last != "running" {
 		switch last {
 		case "failure", "shutdown":
-			reason := firstNonEmpty(dbx.FailureReason, "no reason given")
+			reason := cmp.Or(dbx.FailureReason, "no reason given")
 			return fmt.Errorf("runloop: devbox %s is %s: %s", dbx.ID, last, reason)
 		}
 		left := time.Until(deadline)
@@ -604,15 +582,6 @@ func uuid7() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Capabilities says what the runloop provider can do; see providers.Capabilities.

@@ -40,7 +40,7 @@ func newServer(t *testing.T) *runloopfake.Server {
 
 func newProvider(t *testing.T, srv *runloopfake.Server, mod func(*runloop.Options)) *runloop.Provider {
 	t.Helper()
-	opts := runloop.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), TempDir: t.TempDir(), Retry: cloudtest.FastRetry, ReadyTimeout: 10 * time.Second}
+	opts := runloop.Options{APIURL: srv.URL, ReadyTimeout: 10 * time.Second, RemoteOptions: httpapi.RemoteOptions{WorkingDir: t.TempDir(), TempDir: t.TempDir(), Retry: cloudtest.FastRetry}}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -72,7 +72,7 @@ func TestNewConfigErrors(t *testing.T) {
 		{"BadSize", runloop.Options{ResourceSize: "HUGE"}, env("RUNLOOP_API_KEY", "k"), "one of X_SMALL, SMALL"},
 		{"BadArch", runloop.Options{Architecture: "riscv"}, env("RUNLOOP_API_KEY", "k"), "architecture"},
 		{"KeepAliveTooLong", runloop.Options{KeepAlive: 49 * time.Hour}, env("RUNLOOP_API_KEY", "k"), "keep_alive"},
-		{"RelativeWorkDir", runloop.Options{WorkingDir: "x"}, env("RUNLOOP_API_KEY", "k"), "working_dir"},
+		{"RelativeWorkDir", runloop.Options{RemoteOptions: httpapi.RemoteOptions{WorkingDir: "x"}}, env("RUNLOOP_API_KEY", "k"), "working_dir"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runloop.New(tc.opts, tc.env)

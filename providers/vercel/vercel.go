@@ -25,6 +25,7 @@ package vercel
 import (
 	"archive/tar"
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
@@ -64,8 +65,6 @@ const (
 type Options struct {
 	// APIURL is the API base; default DefaultAPIURL.
 	APIURL string `toml:"api_url"`
-	// WorkingDir is the sandbox working directory; Spec.WorkDir overrides it.
-	WorkingDir string `toml:"-"`
 	// Runtime ("node24", "python3.13", ...) selects a runtime image (the v2 create);
 	// empty uses Image.
 	Runtime string `toml:"runtime"`
@@ -82,13 +81,8 @@ type Options struct {
 	ReadyTimeout time.Duration `toml:"ready_timeout"`
 	// PollInterval is the first pause of the readiness poll (default 500 ms).
 	PollInterval time.Duration `toml:"-"`
-	// TempDir is where command scripts stage files inside the sandbox (pid files, large
-	// stdin, output kept for the client); default /tmp.
-	TempDir string `toml:"-"`
-	// HTTPClient, Retry and Stats are passed to the HTTP client.
-	HTTPClient *http.Client   `toml:"-"`
-	Retry      httpapi.Retry  `toml:"-"`
-	Stats      *httpapi.Stats `toml:"-"`
+	// RemoteOptions holds WorkingDir, TempDir and the HTTP transport.
+	httpapi.RemoteOptions
 }
 
 // Provider creates and attaches Vercel sandboxes. It implements providers.Provider and
@@ -111,9 +105,7 @@ var (
 // VERCEL_PROJECT_ID. A missing or partial set, or an expired OIDC token, is a
 // *httpapi.ConfigError wrapping providers.ErrConfig.
 func New(opts Options, getenv func(string) string) (*Provider, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv = httpapi.Env(getenv)
 	token, teamID, projectID, err := credentials(getenv, time.Now())
 	if err != nil {
 		return nil, err
@@ -121,17 +113,11 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.APIURL == "" {
 		opts.APIURL = DefaultAPIURL
 	}
-	if u, err := url.Parse(opts.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"api_url"}, Problem: fmt.Sprintf("is %q, not an http(s) URL", opts.APIURL), Hint: "for example " + DefaultAPIURL}
+	if err := httpapi.CheckURL(Name, "api_url", opts.APIURL, DefaultAPIURL); err != nil {
+		return nil, err
 	}
-	if opts.WorkingDir == "" {
-		opts.WorkingDir = DefaultWorkingDir
-	}
-	if !strings.HasPrefix(opts.WorkingDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"working_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.WorkingDir)}
-	}
-	if opts.TempDir != "" && !strings.HasPrefix(opts.TempDir, "/") {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"temp_dir"}, Problem: fmt.Sprintf("is %q, not an absolute path", opts.TempDir)}
+	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
+		return nil, err
 	}
 	if opts.VCPUs < 0 || opts.Timeout < 0 {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / timeout"}, Problem: "must not be negative"}
@@ -148,16 +134,8 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 500 * time.Millisecond
 	}
-	api := &httpapi.Client{
-		Provider:    Name,
-		BaseURL:     opts.APIURL,
-		HTTP:        opts.HTTPClient,
-		Header:      http.Header{"Authorization": {"Bearer " + token}, "User-Agent": {"talkops"}},
-		Retry:       opts.Retry,
-		DecodeError: decodeError,
-		Stats:       opts.Stats,
-	}
-	return &Provider{opts: opts, api: api, teamID: teamID, projectID: projectID}, nil
+	header := http.Header{"Authorization": {"Bearer " + token}, "User-Agent": {"talkops"}}
+	return &Provider{opts: opts, api: opts.NewClient(Name, opts.APIURL, header, decodeError), teamID: teamID, projectID: projectID}, nil
 }
 
 // credentials resolves the token, team and project from the environment.
@@ -170,7 +148,7 @@ func credentials(getenv func(string) string, now time.Time) (token, team, projec
 		if claims.Exp > 0 && now.After(time.Unix(claims.Exp, 0)) {
 			return "", "", "", &httpapi.ConfigError{Provider: Name, Vars: []string{"VERCEL_OIDC_TOKEN"}, Problem: "expired at " + time.Unix(claims.Exp, 0).UTC().Format(time.RFC3339), Hint: "pull a fresh one with `vercel env pull`, or use VERCEL_TOKEN, VERCEL_TEAM_ID and VERCEL_PROJECT_ID"}
 		}
-		project = firstNonEmpty(claims.ProjectID, getenv("VERCEL_PROJECT_ID"))
+		project = cmp.Or(claims.ProjectID, getenv("VERCEL_PROJECT_ID"))
 		if project == "" {
 			return "", "", "", &httpapi.ConfigError{Provider: Name, Vars: []string{"VERCEL_PROJECT_ID"}, Problem: "is not set and VERCEL_OIDC_TOKEN has no project_id claim"}
 		}
@@ -313,7 +291,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		}
 		return nil, fmt.Errorf("vercel: create: %w", err)
 	}
-	name := firstNonEmpty(created.Sandbox.Name, req.Name)
+	name := cmp.Or(created.Sandbox.Name, req.Name)
 	undo := func(cause error) error {
 		return remote.Undo(ctx, cause, func(c context.Context) error { return p.Delete(c, name) })
 	}
@@ -324,7 +302,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err != nil {
 		return nil, undo(err)
 	}
-	workDir := firstNonEmpty(spec.WorkDir, p.opts.WorkingDir)
+	workDir := cmp.Or(spec.WorkDir, p.opts.WorkingDir)
 	s := p.handle(name, sess.ID, workDir, spec.Env, true)
 	if workDir != sess.Cwd {
 		res, err := s.Driver().Run(ctx, remote.Run{Script: "mkdir -p -- " + remote.Quote(workDir) + "\n", Timeout: time.Minute, Repeatable: true})
@@ -606,26 +584,16 @@ func (d *driver) WriteFile(ctx context.Context, path string, body *httpapi.Body)
 		return errors.New("vercel: write file: unknown size")
 	}
 	name := strings.TrimLeft(path, "/")
-	tgz := &httpapi.Body{Size: -1, ContentType: "application/gzip", Open: func() (io.ReadCloser, error) {
-		src, err := body.Open()
-		if err != nil {
-			return nil, err
+	tgz := gzipTarFrom(body, func(w io.Writer, src io.Reader) error {
+		aw := archive.NewWriter(w)
+		if err := aw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: body.Size, Typeflag: tar.TypeReg, ModTime: time.Now()}); err != nil {
+			return err
 		}
-		pr, pw := io.Pipe()
-		go func() {
-			defer src.Close()
-			aw := archive.NewWriter(pw)
-			err := aw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: body.Size, Typeflag: tar.TypeReg, ModTime: time.Now()})
-			if err == nil {
-				_, err = io.Copy(aw, src)
-			}
-			if err == nil {
-				err = aw.Close()
-			}
-			pw.CloseWithError(err)
-		}()
-		return pr, nil
-	}}
+		if _, err := io.Copy(aw, src); err != nil {
+			return err
+		}
+		return aw.Close()
+	})
 	return d.UploadTarGz(ctx, "/", tgz)
 }
 
@@ -651,6 +619,12 @@ func (d *driver) UploadTarGz(ctx context.Context, dir string, body *httpapi.Body
 // underDir returns body, a gzip tar, with prefix (a path relative to "/") put in front
 // of every entry name and hard link target. It streams: the archive is never held whole.
 func underDir(body *httpapi.Body, prefix string) *httpapi.Body {
+	return gzipTarFrom(body, func(w io.Writer, src io.Reader) error { return renameEntries(w, src, prefix) })
+}
+
+// gzipTarFrom returns a gzip tar body of unknown size that write produces from a fresh
+// reader of body on every attempt, streamed through a pipe.
+func gzipTarFrom(body *httpapi.Body, write func(w io.Writer, src io.Reader) error) *httpapi.Body {
 	return &httpapi.Body{Size: -1, ContentType: "application/gzip", Open: func() (io.ReadCloser, error) {
 		src, err := body.Open()
 		if err != nil {
@@ -659,7 +633,7 @@ func underDir(body *httpapi.Body, prefix string) *httpapi.Body {
 		pr, pw := io.Pipe()
 		go func() {
 			defer src.Close()
-			pw.CloseWithError(renameEntries(pw, src, prefix))
+			pw.CloseWithError(write(pw, src))
 		}()
 		return pr, nil
 	}}
@@ -764,15 +738,6 @@ func decodeError(_ int, body []byte) (code, message string) {
 		return "", ""
 	}
 	return e.Error.Code, e.Error.Message
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Capabilities says what the vercel provider can do; see providers.Capabilities.

@@ -48,7 +48,7 @@ func newServer(t *testing.T) *vercelfake.Server {
 
 func newProvider(t *testing.T, srv *vercelfake.Server, mod func(*vercel.Options)) *vercel.Provider {
 	t.Helper()
-	opts := vercel.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), TempDir: t.TempDir(), PollInterval: 5 * time.Millisecond, Retry: cloudtest.FastRetry, ReadyTimeout: 10 * time.Second}
+	opts := vercel.Options{APIURL: srv.URL, PollInterval: 5 * time.Millisecond, ReadyTimeout: 10 * time.Second, RemoteOptions: httpapi.RemoteOptions{WorkingDir: t.TempDir(), TempDir: t.TempDir(), Retry: cloudtest.FastRetry}}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -117,7 +117,7 @@ func TestOIDCTeamAndProjectAreUsed(t *testing.T) {
 	oidc := jwt(t, map[string]any{"owner_id": "team_oidc", "project_id": "prj_oidc", "exp": time.Now().Add(time.Hour).Unix()})
 	srv := vercelfake.New(oidc, "team_oidc", "prj_oidc")
 	t.Cleanup(srv.Close)
-	p, err := vercel.New(vercel.Options{APIURL: srv.URL, WorkingDir: t.TempDir(), PollInterval: time.Millisecond}, env("VERCEL_OIDC_TOKEN", oidc))
+	p, err := vercel.New(vercel.Options{APIURL: srv.URL, PollInterval: time.Millisecond, RemoteOptions: httpapi.RemoteOptions{WorkingDir: t.TempDir()}}, env("VERCEL_OIDC_TOKEN", oidc))
 	if err != nil {
 		t.Fatal(err)
 	}

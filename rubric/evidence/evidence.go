@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/talkops/talkops/internal/lines"
 )
 
 // MinItemBytes is the smallest share of the budget an item is shown with. When the budget
@@ -152,7 +154,7 @@ func Build(sources []Source, budget int) *Bundle {
 			Truncated: cut || s.Truncated,
 			Original:  len(s.Text),
 			SHA256:    hex.EncodeToString(sum[:]),
-			Lines:     countLines(text),
+			Lines:     lines.Count(text),
 		})
 	}
 	return b
@@ -249,17 +251,6 @@ func cutTail(s string, n int) string {
 		return s[start+i+1:]
 	}
 	return s[start:]
-}
-
-func countLines(s string) int {
-	if s == "" {
-		return 0
-	}
-	n := strings.Count(s, "\n")
-	if !strings.HasSuffix(s, "\n") {
-		n++
-	}
-	return n
 }
 
 // NewNonce returns 16 random hex digits for one judge call's fences.

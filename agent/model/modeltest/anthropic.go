@@ -479,13 +479,8 @@ func sleepOrDone(r *http.Request, d time.Duration) bool {
 // closes the connection in the middle of the next chunk: the client sees the stream die
 // after output started.
 func dropStream(w http.ResponseWriter, events []sseEvent) {
-	hj, ok := w.(http.Hijacker)
+	conn, buf, ok := hijack(w)
 	if !ok {
-		http.Error(w, "modeltest: cannot drop the connection (no hijacker)", http.StatusInternalServerError)
-		return
-	}
-	conn, buf, err := hj.Hijack()
-	if err != nil {
 		return
 	}
 	defer conn.Close()

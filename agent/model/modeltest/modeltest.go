@@ -425,16 +425,26 @@ func writeJSON(w http.ResponseWriter, idHeader, id string, v any) {
 	w.Write(data)
 }
 
-// drop hijacks the connection, sends a 200 with a Content-Length longer than what follows,
-// and closes it: the client sees the connection die mid-response.
-func drop(w http.ResponseWriter, format string) {
+// hijack takes over the connection under w so a handler can break it mid-response; ok
+// is false (and w answered 500 when it cannot be taken over) otherwise.
+func hijack(w http.ResponseWriter) (conn net.Conn, buf *bufio.ReadWriter, ok bool) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		http.Error(w, "modeltest: cannot drop the connection (no hijacker)", http.StatusInternalServerError)
-		return
+		return nil, nil, false
 	}
 	conn, buf, err := hj.Hijack()
 	if err != nil {
+		return nil, nil, false
+	}
+	return conn, buf, true
+}
+
+// drop hijacks the connection, sends a 200 with a Content-Length longer than what follows,
+// and closes it: the client sees the connection die mid-response.
+func drop(w http.ResponseWriter, format string) {
+	conn, buf, ok := hijack(w)
+	if !ok {
 		return
 	}
 	defer conn.Close()

@@ -45,7 +45,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path"
 	"path/filepath"
@@ -70,7 +69,8 @@ const HomeSuffix = "opt/amazon/genesis1p-tools/var"
 
 // Server is the fake. Configure its exported fields before the first request.
 type Server struct {
-	URL string
+	// Host serves the fake at Host.URL and logs its calls.
+	fakekit.Host
 	// AccessKeyID is the access key every request must be signed with.
 	AccessKeyID string
 	// Interpreters are the code interpreter identifiers that exist; nil means only
@@ -96,9 +96,6 @@ type Server struct {
 	// FaultsAfterRun fail "invoke:<tool>" calls after the tool ran: the work is done but
 	// the client gets the error status, as when a response is lost.
 	FaultsAfterRun fakekit.Faults
-
-	srv *httptest.Server
-	log fakekit.Log
 
 	mu         sync.Mutex
 	sessions   map[string]*session
@@ -148,8 +145,7 @@ func New(accessKeyID string) *Server {
 	mux.HandleFunc("PUT /code-interpreters/{id}/sessions/stop", s.stop)
 	mux.HandleFunc("POST /code-interpreters/{id}/sessions/list", s.list)
 	mux.HandleFunc("POST /code-interpreters/{id}/tools/invoke", s.invoke)
-	s.srv = httptest.NewServer(s.authenticate(mux))
-	s.URL = s.srv.URL
+	s.Serve(s.authenticate(mux))
 	return s
 }
 
@@ -163,7 +159,7 @@ func (s *Server) Close() {
 		}
 	}
 	s.mu.Unlock()
-	s.srv.Close()
+	s.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ss := range s.sessions {
@@ -225,12 +221,6 @@ func (s *Server) Terminate(id string) {
 	}
 }
 
-// Calls returns every request received so far, in order.
-func (s *Server) Calls() []Call { return s.log.Calls() }
-
-// Count returns how many requests endpoint received, failed ones included.
-func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
-
 // authenticate refuses requests without a SigV4 Authorization header for the fake's key
 // and the bedrock-agentcore service, as AWS does.
 func (s *Server) authenticate(next http.Handler) http.Handler {
@@ -272,9 +262,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, 
 	s.counts[endpoint]++
 	n := s.counts[endpoint]
 	s.mu.Unlock()
-	i := s.log.Start(Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path})
+	i := s.CallLog().Start(Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path})
 	defer func() {
-		s.log.Finish(i, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.Status(),
+		s.CallLog().Finish(i, Call{Endpoint: endpoint, Method: r.Method, Path: r.URL.Path, Status: rec.Status(),
 			RequestBytes: int64(len(body)), ResponseBytes: rec.Bytes()})
 	}()
 	if f, ok := s.Faults.Hit(endpoint); ok {

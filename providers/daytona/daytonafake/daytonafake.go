@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,8 +45,8 @@ import (
 
 // Server is the fake. Configure its exported fields before the first request.
 type Server struct {
-	// URL is the server's root; the API is URL+"/api".
-	URL string
+	// Host serves the fake at Host.URL and logs its calls.
+	fakekit.Host
 	// APIKey is the bearer token every request must carry.
 	APIKey string
 	// ReadyAfter is the number of GET polls before a new sandbox is started; 0 means the
@@ -61,9 +60,6 @@ type Server struct {
 	// Faults fails calls by endpoint: "create", "get", "list", "start", "stop", "delete",
 	// "exec", "upload", "bulk-upload", "download".
 	Faults fakekit.Faults
-
-	srv *httptest.Server
-	log fakekit.Log
 
 	mu    sync.Mutex
 	boxes fakekit.Boxes[*box] // by id
@@ -92,8 +88,7 @@ type box struct {
 // New starts a fake with the given API key. Close it when done.
 func New(apiKey string) *Server {
 	s := &Server{APIKey: apiKey}
-	s.srv = httptest.NewServer(s.log.Handler(s.route))
-	s.URL = s.srv.URL
+	s.Start(s.route)
 	return s
 }
 
@@ -108,7 +103,7 @@ func (s *Server) Close() {
 		os.RemoveAll(b.home)
 	}
 	s.mu.Unlock()
-	s.srv.Close()
+	s.Stop()
 }
 
 // Ledger is the fake's record of sandboxes; Alive holds ids, in creation order.
@@ -140,12 +135,6 @@ func (s *Server) Sandbox(idOrName string) (Sandbox, bool) {
 	return Sandbox{ID: b.ID, Name: b.Name, State: b.State, Snapshot: b.Snapshot, Target: b.Target, BuildFrom: b.BuildFrom,
 		Labels: b.Labels, AutoStopInterval: b.AutoStopInterval, AutoDeleteInterval: b.AutoDeleteInterval, Home: b.home}, true
 }
-
-// Calls returns every request received so far.
-func (s *Server) Calls() []Call { return s.log.Calls() }
-
-// Count returns how many requests endpoint received, rejected ones included.
-func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
 
 var (
 	reBox     = regexp.MustCompile(`^/api/sandbox/([^/]+)$`)

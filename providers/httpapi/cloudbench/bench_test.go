@@ -97,7 +97,7 @@ var targets = []target{
 	{"daytona", func(b *testing.B, stats *httpapi.Stats, wd string) (providers.Provider, baseline, func()) {
 		srv := daytonafake.New("k")
 		srv.ReadyAfter = 2
-		p, err := daytona.New(daytona.Options{APIURL: srv.APIURL(), WorkingDir: wd, PollInterval: time.Millisecond, Stats: stats, Retry: fast}, getenv("DAYTONA_API_KEY", "k"))
+		p, err := daytona.New(daytona.Options{APIURL: srv.APIURL(), PollInterval: time.Millisecond, RemoteOptions: httpapi.RemoteOptions{WorkingDir: wd, Stats: stats, Retry: fast}}, getenv("DAYTONA_API_KEY", "k"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -119,7 +119,7 @@ var targets = []target{
 	{"vercel", func(b *testing.B, stats *httpapi.Stats, wd string) (providers.Provider, baseline, func()) {
 		srv := vercelfake.New("t", "team", "prj")
 		srv.ReadyAfter = 2
-		p, err := vercel.New(vercel.Options{APIURL: srv.URL, WorkingDir: wd, PollInterval: time.Millisecond, Stats: stats, Retry: fast},
+		p, err := vercel.New(vercel.Options{APIURL: srv.URL, PollInterval: time.Millisecond, RemoteOptions: httpapi.RemoteOptions{WorkingDir: wd, Stats: stats, Retry: fast}},
 			getenv("VERCEL_TOKEN", "t", "VERCEL_TEAM_ID", "team", "VERCEL_PROJECT_ID", "prj"))
 		if err != nil {
 			b.Fatal(err)
@@ -159,7 +159,7 @@ var targets = []target{
 	{"runloop", func(b *testing.B, stats *httpapi.Stats, wd string) (providers.Provider, baseline, func()) {
 		srv := runloopfake.New("k")
 		srv.ReadyAfter, srv.Hold = 1, time.Second
-		p, err := runloop.New(runloop.Options{APIURL: srv.URL, WorkingDir: wd, Stats: stats, Retry: fast}, getenv("RUNLOOP_API_KEY", "k"))
+		p, err := runloop.New(runloop.Options{APIURL: srv.URL, RemoteOptions: httpapi.RemoteOptions{WorkingDir: wd, Stats: stats, Retry: fast}}, getenv("RUNLOOP_API_KEY", "k"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -183,7 +183,7 @@ var targets = []target{
 	{"langsmith", func(b *testing.B, stats *httpapi.Stats, wd string) (providers.Provider, baseline, func()) {
 		srv := langsmithfake.New("k")
 		srv.ReadyAfter = 2
-		p, err := langsmith.New(langsmith.Options{APIURL: srv.APIURL(), WorkingDir: wd, PollInterval: time.Millisecond, Stats: stats, Retry: fast}, getenv("LANGSMITH_API_KEY", "k"))
+		p, err := langsmith.New(langsmith.Options{APIURL: srv.APIURL(), PollInterval: time.Millisecond, RemoteOptions: httpapi.RemoteOptions{WorkingDir: wd, Stats: stats, Retry: fast}}, getenv("LANGSMITH_API_KEY", "k"))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/archive"
+	"github.com/talkops/talkops/providers/contract"
 	"github.com/talkops/talkops/providers/httpapi"
 	"github.com/talkops/talkops/providers/httpapi/fakekit"
 )
@@ -99,25 +100,7 @@ func (LiveHarness) Spec(*testing.T) providers.Spec { return providers.Spec{} }
 
 // Alive implements providertest.Harness with the provider's List.
 func (h LiveHarness) Alive(ctx context.Context) ([]string, bool) {
-	p, err := h.New()
-	if err != nil {
-		return nil, false
-	}
-	l, ok := p.(providers.Lister)
-	if !ok {
-		return nil, false
-	}
-	infos, err := l.List(ctx)
-	if err != nil {
-		return nil, false
-	}
-	var ids []string
-	for _, in := range infos {
-		if h.Gone == nil || !h.Gone(in) {
-			ids = append(ids, in.ID)
-		}
-	}
-	return ids, true
+	return contract.ListedIDs(ctx, h.New, h.Gone)
 }
 
 // Close implements providertest.Harness.

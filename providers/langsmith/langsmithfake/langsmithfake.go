@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,7 +44,8 @@ import (
 
 // Server is the fake. Configure its exported fields before the first request.
 type Server struct {
-	URL    string
+	// Host serves the fake at Host.URL and logs its calls.
+	fakekit.Host
 	APIKey string
 	// ReadyAfter is the number of status polls before a sandbox is ready.
 	ReadyAfter int
@@ -67,9 +67,6 @@ type Server struct {
 	// "start", "stop", "snapshots", "snapshot-create", "snapshot-get", "execute",
 	// "upload", "download".
 	Faults fakekit.Faults
-
-	srv *httptest.Server
-	log fakekit.Log
 
 	mu        sync.Mutex
 	boxes     fakekit.Boxes[*box] // by name
@@ -101,8 +98,7 @@ type snapshot struct {
 // New starts a fake with the given API key. Close it when done.
 func New(apiKey string) *Server {
 	s := &Server{APIKey: apiKey, snapshots: map[string]*snapshot{}}
-	s.srv = httptest.NewServer(s.log.Handler(s.route))
-	s.URL = s.srv.URL
+	s.Start(s.route)
 	return s
 }
 
@@ -117,7 +113,7 @@ func (s *Server) Close() {
 		os.RemoveAll(b.home)
 	}
 	s.mu.Unlock()
-	s.srv.Close()
+	s.Stop()
 }
 
 // AddSnapshot seeds a snapshot with the given status and returns its id.
@@ -182,12 +178,6 @@ func (s *Server) Sandbox(name string) (Sandbox, bool) {
 	return Sandbox{Name: b.Name, Status: b.Status, Snapshot: b.Snapshot, SnapshotID: b.SnapshotID, Labels: b.Labels,
 		IdleTTLSeconds: b.IdleTTLSeconds, DeleteAfterStop: b.DeleteAfterStop, VCPUs: b.VCPUs, MemBytes: b.MemBytes, FSBytes: b.FSBytes}, true
 }
-
-// Calls returns every request received so far.
-func (s *Server) Calls() []Call { return s.log.Calls() }
-
-// Count returns how many requests endpoint received, rejected ones included.
-func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
 
 // box returns the live sandbox name, or nil.
 func (s *Server) box(name string) *box {
@@ -303,13 +293,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, _ []string) {
 			}
 		}
 		if !found {
-			detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Snapshot '%s' not found", ref))
+			notFound(w, "Snapshot", ref)
 			return
 		}
 	}
 	if in.SnapshotID != "" {
 		if sn, ok := s.snapshots[in.SnapshotID]; !ok || sn.Status != "ready" {
-			detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Snapshot '%s' not found", in.SnapshotID))
+			notFound(w, "Snapshot", in.SnapshotID)
 			return
 		}
 	}
@@ -346,7 +336,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, args []string) {
 	defer s.mu.Unlock()
 	b := s.box(args[0])
 	if b == nil {
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		notFound(w, "Sandbox", args[0])
 		return
 	}
 	b.polls++
@@ -369,7 +359,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, args []string) {
 	defer s.mu.Unlock()
 	b := s.box(args[0])
 	if b == nil {
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		notFound(w, "Sandbox", args[0])
 		return
 	}
 	fakekit.WriteJSON(w, http.StatusOK, s.view(b))
@@ -380,7 +370,7 @@ func (s *Server) startStop(w http.ResponseWriter, r *http.Request, args []string
 	b := s.box(args[0])
 	if b == nil {
 		s.mu.Unlock()
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		notFound(w, "Sandbox", args[0])
 		return
 	}
 	stop := strings.HasSuffix(r.URL.Path, "/stop")
@@ -404,7 +394,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, args []string) {
 	b := s.box(args[0])
 	if b == nil {
 		s.mu.Unlock()
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", args[0]))
+		notFound(w, "Sandbox", args[0])
 		return
 	}
 	s.boxes.Delete(b.Name)
@@ -504,7 +494,7 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, args []stri
 	defer s.mu.Unlock()
 	sn, ok := s.snapshots[args[0]]
 	if !ok {
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Snapshot '%s' not found", args[0]))
+		notFound(w, "Snapshot", args[0])
 		return
 	}
 	sn.polls++
@@ -524,7 +514,7 @@ func (s *Server) ready(w http.ResponseWriter, name string) *box {
 	defer s.mu.Unlock()
 	b := s.box(name)
 	if b == nil {
-		detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Sandbox '%s' not found", name))
+		notFound(w, "Sandbox", name)
 		return nil
 	}
 	if b.Status != "ready" {
@@ -642,6 +632,11 @@ func (s *Server) view(b *box) map[string]any {
 		v["dataplane_url"] = s.URL + "/dp/" + b.Name
 	}
 	return v
+}
+
+// notFound answers 404 the way LangSmith does for a missing sandbox or snapshot.
+func notFound(w http.ResponseWriter, kind, name string) {
+	detail(w, http.StatusNotFound, "NotFound", fmt.Sprintf("%s '%s' not found", kind, name))
 }
 
 func detail(w http.ResponseWriter, status int, errType, msg string) {

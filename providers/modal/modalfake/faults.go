@@ -1,6 +1,7 @@
 package modalfake
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -179,9 +180,9 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 			return nil, status.FromContextError(ctx.Err()).Err()
 		case f.AfterAct:
 			_, _ = handler(ctx, req)
-			return nil, status.Error(f.Code, cmpOr(f.Message, "connection reset after the call was served"))
+			return nil, status.Error(f.Code, cmp.Or(f.Message, "connection reset after the call was served"))
 		default:
-			return nil, status.Error(f.Code, cmpOr(f.Message, "injected fault"))
+			return nil, status.Error(f.Code, cmp.Or(f.Message, "injected fault"))
 		}
 	}
 	return handler(ctx, req)
@@ -205,10 +206,10 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 		case f.Stall:
 			return handler(srv, &stallStream{ServerStream: ss})
 		case !f.AfterAct:
-			return status.Error(f.Code, cmpOr(f.Message, "injected fault"))
+			return status.Error(f.Code, cmp.Or(f.Message, "injected fault"))
 		}
 		_ = handler(srv, ss)
-		return status.Error(f.Code, cmpOr(f.Message, "connection reset after the call was served"))
+		return status.Error(f.Code, cmp.Or(f.Message, "connection reset after the call was served"))
 	}
 	return handler(srv, ss)
 }
@@ -227,11 +228,4 @@ func (s *stallStream) Context() context.Context {
 func stalled(ctx context.Context) bool {
 	v, _ := ctx.Value(stallKey{}).(bool)
 	return v
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,7 +46,8 @@ import (
 
 // Server is the fake. Configure its exported fields before the first request.
 type Server struct {
-	URL    string
+	// Host serves the fake at Host.URL and logs its calls.
+	fakekit.Host
 	APIKey string
 	// ReadyAfter is the number of status reads before a devbox starts to advance.
 	ReadyAfter int
@@ -63,9 +63,6 @@ type Server struct {
 	// "resume", "suspend", "execute", "execute_async", "exec-wait", "upload",
 	// "download", "blueprints".
 	Faults fakekit.Faults
-
-	srv *httptest.Server
-	log fakekit.Log
 
 	mu          sync.Mutex
 	boxes       fakekit.Boxes[*devbox] // by id; a devbox is never deleted, only shut down
@@ -102,8 +99,7 @@ type execution struct {
 func New(apiKey string) *Server {
 	s := &Server{APIKey: apiKey, Hold: 25 * time.Second, idempotency: map[string]string{},
 		execs: map[string]*execution{}, byCommandID: map[string]*execution{}}
-	s.srv = httptest.NewServer(s.log.Handler(s.route))
-	s.URL = s.srv.URL
+	s.Start(s.route)
 	return s
 }
 
@@ -115,7 +111,7 @@ func (s *Server) Close() {
 		os.RemoveAll(b.home)
 	}
 	s.mu.Unlock()
-	s.srv.Close()
+	s.Stop()
 }
 
 // Ledger is the fake's record of devboxes.
@@ -170,12 +166,6 @@ func (s *Server) Suspend(id string) {
 		s.setStatus(b, "suspended")
 	}
 }
-
-// Calls returns every request received so far.
-func (s *Server) Calls() []Call { return s.log.Calls() }
-
-// Count returns how many requests endpoint received, rejected ones included.
-func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
 
 var (
 	reBox  = regexp.MustCompile(`^/v1/devboxes/([^/]+)$`)

@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,7 +51,8 @@ import (
 
 // Server is the fake. Configure its exported fields before the first request.
 type Server struct {
-	URL string
+	// Host serves the fake at Host.URL and logs its calls.
+	fakekit.Host
 	// Token, TeamID and ProjectID are the credentials every request must match.
 	Token, TeamID, ProjectID string
 	// ReadyAfter is the number of session polls before a session runs.
@@ -64,9 +64,6 @@ type Server struct {
 	// Faults fails calls by endpoint: "create", "list", "get", "delete", "session",
 	// "stop", "cmd", "cmd-get", "kill", "write", "read", "mkdir".
 	Faults fakekit.Faults
-
-	srv *httptest.Server
-	log fakekit.Log
 
 	mu        sync.Mutex
 	sandboxes fakekit.Boxes[*sandbox] // by name
@@ -116,8 +113,7 @@ type command struct {
 func New(token, teamID, projectID string) *Server {
 	s := &Server{Token: token, TeamID: teamID, ProjectID: projectID,
 		sessions: map[string]*session{}, commands: map[string]*command{}}
-	s.srv = httptest.NewServer(s.log.Handler(s.route))
-	s.URL = s.srv.URL
+	s.Start(s.route)
 	return s
 }
 
@@ -134,7 +130,7 @@ func (s *Server) Close() {
 		os.RemoveAll(sb.home)
 	}
 	s.mu.Unlock()
-	s.srv.Close()
+	s.Stop()
 }
 
 // Ledger is the fake's record of sandboxes; Alive holds names, in creation order.
@@ -176,12 +172,6 @@ func (s *Server) StopSession(name string) {
 		s.stopLocked(s.sessions[sb.sessionID])
 	}
 }
-
-// Calls returns every request received so far.
-func (s *Server) Calls() []Call { return s.log.Calls() }
-
-// Count returns how many requests endpoint received, rejected ones included.
-func (s *Server) Count(endpoint string) int { return s.log.Count(endpoint) }
 
 // lookup returns the live sandbox name, or nil.
 func (s *Server) lookup(name string) *sandbox {
