@@ -52,7 +52,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 	defer p.Close()
 	defer removeLeft(t, p, tok)
 	host := cacheDir(t)
-	before := hostTree(t, host)
+	before := cachetest.Tree(t, host)
 	caches := []providers.Cache{
 		{Name: "go-mod", HostDir: host, Path: host, Env: map[string]string{"GOMODCACHE": host}},
 		{Name: "missing", HostDir: filepath.Join(host, "nope"), Path: "/cache/missing"},
@@ -67,7 +67,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 	if got := string(res.Stdout); got != "modulepoisoned\n" {
 		t.Errorf("cache in the sandbox: %q (exit %d, stderr %s)", got, res.ExitCode, res.Stderr)
 	}
-	if after := hostTree(t, host); !maps.Equal(before, after) {
+	if after := cachetest.Tree(t, host); !maps.Equal(before, after) {
 		t.Errorf("the host cache changed: %v, want %v", after, before)
 	}
 	if res := run(t, sb, "rm "+host+"/mod.zip && test ! -e "+host+"/mod.zip"); res.ExitCode != 0 {
@@ -92,7 +92,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
 		t.Errorf("after Close, left = %v, want every container and volume removed", ids)
 	}
-	if after := hostTree(t, host); !maps.Equal(before, after) {
+	if after := cachetest.Tree(t, host); !maps.Equal(before, after) {
 		t.Errorf("the host cache changed: %v, want %v", after, before)
 	}
 }
@@ -233,35 +233,9 @@ func TestGCReapsCacheVolumes(t *testing.T) {
 	if ids, _ := aliveIDs(context.WithoutCancel(t.Context()), p, tok); len(ids) != 0 {
 		t.Errorf("after gc, left = %v", ids)
 	}
-	if after := hostTree(t, host); len(after) != 1 {
+	if after := cachetest.Tree(t, host); len(after) != 2 { // the root and its one entry
 		t.Errorf("the host cache changed: %v", after)
 	}
-}
-
-// hostTree maps each path under root to its content ("dir" for directories).
-func hostTree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == "." {
-			return nil
-		}
-		if d.IsDir() {
-			out[rel] = "dir"
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		out[rel] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestToolHomesHideCredentials: the cargo and gradle presets over homes holding registry
