@@ -177,7 +177,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err != nil {
 		s.holder.stop()
 		if _, nsErr := p.ensureUsable(ctx, r); nsErr != nil && ctx.Err() == nil {
-			err = nsErr // the host's namespaces, not this profile: say what to change
+			// The host's namespaces, not this profile: say what to change, and keep
+			// what the profile itself said.
+			err = fmt.Errorf("%w (the sandbox's own start said: %v)", nsErr, err)
 		}
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
@@ -382,9 +384,10 @@ func (p *Provider) ensureUsable(ctx context.Context, r resolved) (string, error)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	c := exec.CommandContext(pctx, path, "--unshare-all", "--unshare-user", "--die-with-parent",
-		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+	args := append([]string{"--unshare-all", "--unshare-user", "--die-with-parent"}, hostSystemArgs()...)
+	args = append(args, "--proc", "/proc", "--dev", "/dev",
 		"--cap-drop", "ALL", "--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID), "--", "true")
+	c := exec.CommandContext(pctx, path, args...)
 	c.Env = []string{"PATH=/usr/bin:/bin"}
 	var stderr bytes.Buffer
 	c.Stderr = &stderr

@@ -185,20 +185,7 @@ func (s *Sandbox) profile(dir string) []string {
 	reserved[top] = true
 
 	if o.rootfs == "" {
-		add("--ro-bind", "/usr", "/usr")
-		for _, d := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
-			hostPath := "/" + d
-			fi, err := os.Lstat(hostPath)
-			switch {
-			case err != nil:
-			case fi.Mode()&fs.ModeSymlink != 0:
-				if target, err := os.Readlink(hostPath); err == nil {
-					add("--symlink", target, hostPath)
-				}
-			case fi.IsDir():
-				add("--ro-bind", hostPath, hostPath)
-			}
-		}
+		add(hostSystemArgs()...)
 		names := etcFiles
 		if o.network {
 			names = append(append([]string{}, etcFiles...), etcNetworkFiles...)
@@ -740,4 +727,26 @@ var _ providers.StreamExecer = (*Sandbox)(nil)
 // (providers.StreamExecer), confined exactly as Exec confines a command.
 func (s *Sandbox) ExecStream(ctx context.Context, c providers.Cmd) (*providers.Stream, error) {
 	return providers.StreamOverExec(ctx, s.Exec, c)
+}
+
+// hostSystemArgs show the host's /usr read-only, with /bin, /lib and the like as the host
+// has them (symlinks into /usr on a merged-/usr system, read-only binds otherwise). Only
+// these, never / itself: a recursive bind of / also walks every mount below it, and one
+// that goes away meanwhile (a container another process removes) fails the whole sandbox.
+func hostSystemArgs() []string {
+	a := []string{"--ro-bind", "/usr", "/usr"}
+	for _, d := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
+		hostPath := "/" + d
+		fi, err := os.Lstat(hostPath)
+		switch {
+		case err != nil:
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(hostPath); err == nil {
+				a = append(a, "--symlink", target, hostPath)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", hostPath, hostPath)
+		}
+	}
+	return a
 }
