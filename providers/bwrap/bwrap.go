@@ -179,7 +179,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		if _, nsErr := p.ensureUsable(ctx, r); nsErr != nil && ctx.Err() == nil {
 			// The host's namespaces, not this profile: say what to change, and keep
 			// what the profile itself said.
-			err = fmt.Errorf("%w (the sandbox's own start said: %v)", nsErr, err)
+			err = fmt.Errorf("%w (the sandbox's own start said: %w)", nsErr, err)
 		}
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
