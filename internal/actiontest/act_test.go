@@ -29,16 +29,21 @@ const testVersion = "v0.0.0-test"
 
 var (
 	releaseOnce sync.Once
+	releaseDir  string // holds releaseBin; removed after the tests
 	releaseURL  string
 	releaseBin  string // the talkops binary, for the tests' own calls
 	releaseErr  error
 	releaseSrv  *httptest.Server
 )
 
+// TestMain stops the release server and removes the binary built for it.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if releaseSrv != nil {
 		releaseSrv.Close()
+	}
+	if releaseDir != "" {
+		_ = os.RemoveAll(releaseDir)
 	}
 	os.Exit(code)
 }
@@ -54,6 +59,7 @@ func release(t *testing.T) (url, bin string) {
 			releaseErr = err
 			return
 		}
+		releaseDir = dir
 		releaseBin = filepath.Join(dir, "talkops")
 		build := exec.Command("go", "build", "-o", releaseBin, "./cmd/talkops")
 		build.Dir = root
