@@ -423,3 +423,31 @@ func TestCaptureViaFile(t *testing.T) {
 		t.Errorf("the archive file was left in the sandbox's /tmp")
 	}
 }
+
+// TestReadRejectsEntryUnderNonDirectory: an archive that lists a path under a symlink or
+// file (which tar never writes, but an archiver the agent replaced could) is an error. A
+// clean room replaying such a tree would write through the symlink, into a protected path.
+func TestReadRejectsEntryUnderNonDirectory(t *testing.T) {
+	t.Parallel()
+	for _, order := range [][]string{{"evil", "evil/t.sh"}, {"evil/t.sh", "evil"}} {
+		pr, pw := io.Pipe()
+		go func() {
+			tw := tar.NewWriter(pw)
+			for _, name := range order {
+				hdr := &tar.Header{Name: name, Mode: 0o644, Typeflag: tar.TypeReg, Size: 7}
+				if name == "evil" {
+					hdr = &tar.Header{Name: name, Mode: 0o777, Typeflag: tar.TypeSymlink, Linkname: "tests"}
+				}
+				_ = tw.WriteHeader(hdr)
+				if hdr.Size > 0 {
+					_, _ = tw.Write([]byte("exit 0\n"))
+				}
+			}
+			pw.CloseWithError(tw.Close())
+		}()
+		_, err := Read(pr, CaptureOptions{Store: newStore(t, 0)})
+		if err == nil || !strings.Contains(err.Error(), `"evil/t.sh" lies under "evil", which is not a directory`) {
+			t.Errorf("%q: err = %v, want the entry under a symlink refused", order, err)
+		}
+	}
+}

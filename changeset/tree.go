@@ -268,7 +268,7 @@ func Read(r io.Reader, opts CaptureOptions) (*Tree, error) {
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return t, nil
+			return t, t.checkParents()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read the workspace archive: %w", err)
@@ -309,6 +309,20 @@ func Read(r io.Reader, opts CaptureOptions) (*Tree, error) {
 			t.Bytes += e.Size
 		}
 	}
+}
+
+// checkParents refuses a tree with an entry under a symlink or file. tar never writes one,
+// but an archiver replaced inside the sandbox could, and a clean room replaying it would
+// write through the symlink, past the protected-path rule.
+func (t *Tree) checkParents() error {
+	for p := range t.entries {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			if e, ok := t.entries[d]; ok && e.Type != TypeDir {
+				return fmt.Errorf("read the workspace archive: %q lies under %q, which is not a directory", p, d)
+			}
+		}
+	}
+	return nil
 }
 
 func specialBits(mode int64) fs.FileMode {

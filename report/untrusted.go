@@ -63,14 +63,7 @@ func Recompute(r *result.Result) {
 	if rb := r.Rubric; rb != nil {
 		score, status := rubric.Score(rb.Items, rb.PassThreshold)
 		rb.Status, rb.Counts, r.Score = status, result.CountItems(rb.Items), &score
-		fromItems := result.VerdictError
-		switch status {
-		case result.RubricSatisfied:
-			fromItems = result.VerdictPass
-		case result.RubricFailed:
-			fromItems = result.VerdictFail
-		}
-		if verdictRank(fromItems) > verdictRank(verdict) {
+		if fromItems := result.VerdictFromRubric(status); verdictRank(fromItems) > verdictRank(verdict) {
 			verdict = fromItems
 		}
 	}
