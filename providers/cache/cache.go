@@ -235,6 +235,9 @@ func (e env) goEnv(names ...string) map[string]string {
 	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", append([]string{"env"}, names...)...)
+	// Outside any module: in the project, a go.mod naming a newer toolchain would make go
+	// download and run that toolchain first (GOTOOLCHAIN=auto), or fail without one.
+	cmd.Dir = "/"
 	if b, err := cmd.Output(); err == nil {
 		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 		for i, n := range names {
