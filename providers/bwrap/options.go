@@ -260,16 +260,11 @@ func projectWorkDir(project string, r resolved, caches []mountedCache) (string, 
 		return "", fmt.Errorf("a rootfs is in use; set working_dir to choose the path")
 	}
 	for _, b := range r.roBinds {
-		if within(b, dir) && b != dir {
+		if cache.Within(b, dir) && b != dir {
 			return "", fmt.Errorf("the read-only bind %s lies inside %s and would be hidden", b, dir)
 		}
 	}
 	return dir, nil
-}
-
-// within reports whether p is dir or lies below it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // parseSize parses "512m", "2GiB", "1g" or a plain number of bytes (binary units, the

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
 )
 
 // Copy-on-write layers. bubblewrap 0.8 (Debian 12) has no overlay options, so the overlays
@@ -416,6 +417,12 @@ func (s *Sandbox) mountCaches(ctx context.Context, caches []providers.Cache) {
 		return
 	}
 	for i, c := range caches {
+		if p := path.Clean(c.Path); cache.Within(p, s.opts.workDir) || cache.Within(s.opts.workDir, p) {
+			// Bound over the workspace it would hide the project; inside it, it would pass
+			// for part of the project.
+			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: sandbox path %s overlaps the working directory %s", c.Name, p, s.opts.workDir))
+			continue
+		}
 		target := filepath.Join(s.dir, "caches", strconv.Itoa(i))
 		if c.HostDir == "" {
 			// A tool's home: an empty directory of the sandbox's own, which the sandbox

@@ -433,6 +433,8 @@ func TestWorkspacePathChoice(t *testing.T) {
 		{name: "spec wins", spec: providers.Spec{ProjectDir: project, Caches: cache, WorkDir: "/spec"}, want: "/spec"},
 		{name: "no caches", spec: providers.Spec{ProjectDir: project}, want: DefaultWorkingDir},
 		{name: "project under tmp", spec: providers.Spec{ProjectDir: t.TempDir(), Caches: cache}, want: DefaultWorkingDir, wantNote: "not the project's path"},
+		{name: "cache over the working directory", opts: Options{WorkingDir: "/cache/c"}, spec: providers.Spec{ProjectDir: project, Caches: cache}, want: "/cache/c", wantNote: "cache c not shared: sandbox path /cache/c overlaps the working directory /cache/c"},
+		{name: "cache inside the working directory", opts: Options{WorkingDir: "/cache"}, spec: providers.Spec{ProjectDir: project, Caches: cache}, want: "/cache", wantNote: "overlaps the working directory /cache"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

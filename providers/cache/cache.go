@@ -171,7 +171,7 @@ func sandboxPath(host, name string) string {
 	}
 	// Nor over the default workspace or Root.
 	for _, d := range append(slices.Clone(systemDirs), "/workspace", Root) {
-		if within(host, d) {
+		if Within(host, d) {
 			return Root + "/" + name
 		}
 	}
@@ -235,6 +235,9 @@ func (e env) goEnv(names ...string) map[string]string {
 	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", append([]string{"env"}, names...)...)
+	// Outside any module: in the project, a go.mod naming a newer toolchain would make go
+	// download and run that toolchain first (GOTOOLCHAIN=auto), or fail without one.
+	cmd.Dir = "/"
 	if b, err := cmd.Output(); err == nil {
 		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 		for i, n := range names {
@@ -269,12 +272,12 @@ func ProjectWorkDir(project string, shared []providers.Cache, reserved ...string
 		}
 	}
 	for _, sys := range append(append(slices.Clone(systemDirs), Root), reserved...) {
-		if within(dir, sys) {
+		if Within(dir, sys) {
 			return "", fmt.Errorf("%s is inside %s, which the sandbox mounts itself", dir, sys)
 		}
 	}
 	for _, c := range shared {
-		if within(dir, c.Path) || within(c.Path, dir) {
+		if Within(dir, c.Path) || Within(c.Path, dir) {
 			return "", fmt.Errorf("%s overlaps the cache %s at %s", dir, c.Name, c.Path)
 		}
 	}
@@ -287,7 +290,7 @@ func WorkDirNote(workDir string, err error) string {
 	return fmt.Sprintf("workspace at %s, not the project's path (build caches keyed by path miss for the project's own packages): %v", workDir, err)
 }
 
-// within reports whether p is dir or lies below it.
-func within(p, dir string) bool {
+// Within reports whether the clean absolute path p is dir or lies below it.
+func Within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

@@ -167,3 +167,23 @@ func TestProjectWorkDir(t *testing.T) {
 		}
 	}
 }
+
+// The go preset asks the host's go where its caches are, not the project talkops runs in:
+// a go.mod there asking for a toolchain the host lacks would make go download one (or
+// fail), and the caches would be looked up without go.
+func TestGoPresetIgnoresTheProjectsToolchain(t *testing.T) {
+	project := t.TempDir()
+	if err := os.WriteFile(filepath.Join(project, "go.mod"), []byte("module example.com/p\n\ngo 1.99\n\ntoolchain go1.99.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(project)
+	t.Setenv("GOTOOLCHAIN", "auto") // go's default: switch to the toolchain go.mod names
+	// With no variables to fall back on, only the go command can find the caches.
+	caches, notes, err := Resolve(context.Background(), []string{"go"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(caches) != 2 || len(notes) != 0 {
+		t.Errorf("go preset in a project asking for go 1.99 = %+v, notes %q; want both caches from the host's go", caches, notes)
+	}
+}

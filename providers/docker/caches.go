@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/cache"
 )
 
 // LabelSandbox names, on a shared cache's volumes, the container they belong to: the
@@ -94,15 +95,10 @@ func cacheUnfit(c providers.Cache, workDir string) string {
 	if !path.IsAbs(p) || p == "/" {
 		return fmt.Sprintf("sandbox path %q: want an absolute path other than /", c.Path)
 	}
-	if within(p, workDir) || within(workDir, p) {
+	if cache.Within(p, workDir) || cache.Within(workDir, p) {
 		return fmt.Sprintf("sandbox path %s overlaps the working directory %s", p, workDir)
 	}
 	return ""
-}
-
-// within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // createCacheVolumes creates the upper and work volumes, then the overlay volume over

@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -130,5 +131,70 @@ func TestCloseKillsDetachedProcessesWithoutEnvironment(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		t.Errorf("env -i setsid left %v running after Close", left)
+	}
+}
+
+// Environment of the helper process TestOrphanSweepWaitsForTheLastSandbox starts: a
+// directory holding main/, room/ and host/.
+const lastSandboxHelperEnv = "TALKOPS_LOCAL_LAST_SANDBOX_HELPER"
+
+// TestLastSandboxHelperProcess is not a test: TestOrphanSweepWaitsForTheLastSandbox runs
+// the test binary with lastSandboxHelperEnv set. As in a run verified in a clean room, a
+// second sandbox (room) closes while the run's own (main) stays open beside a host
+// process talkops started itself (an MCP server): closing the room must kill neither.
+func TestLastSandboxHelperProcess(t *testing.T) {
+	base := os.Getenv(lastSandboxHelperEnv)
+	if base == "" {
+		t.Skip("helper process for TestOrphanSweepWaitsForTheLastSandbox")
+	}
+	if err := local.BecomeSubreaper(); err != nil {
+		t.Fatal(err)
+	}
+	detach := "env -i /bin/sh -c 'setsid sleep 1000 >/dev/null 2>&1 < /dev/null &'"
+	p := local.New(local.Options{})
+	main := startDetached(t, p, base+"/main", detach)
+	room := startDetached(t, p, base+"/room", detach)
+	bystander := exec.Command("sleep", "1000")
+	bystander.Dir = base + "/host"
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := room.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(processesIn(base+"/main", "sleep")) == 0 {
+		t.Error("closing the clean room killed what the still open sandbox detached")
+	}
+	_ = bystander.Process.Kill()
+	var exit *exec.ExitError
+	if err := bystander.Wait(); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("host process talkops started: Wait() = %v after the clean room closed, want killed by this test's own SIGKILL", err)
+	}
+	if err := main.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOrphanSweepWaitsForTheLastSandbox(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	for _, d := range []string{"main", "room", "host"} {
+		if err := os.Mkdir(base+"/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLastSandboxHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), lastSandboxHelperEnv+"="+base)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("helper: %v\n%s", err, out)
+	}
+	for _, d := range []string{"main", "room"} {
+		if left := waitGone(base + "/" + d); len(left) > 0 {
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Errorf("%s: env -i setsid left %v running after the last Close", d, left)
+		}
 	}
 }

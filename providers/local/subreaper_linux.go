@@ -24,15 +24,16 @@ var (
 
 	liveMu sync.Mutex
 	direct = map[int]struct{}{}      // pids of commands Exec started and has not waited for
-	open   = map[*sandbox]struct{}{} // sandboxes not closed: their tokens mark their processes
+	open   = map[*sandbox]struct{}{} // sandboxes not closed: the orphan sweep waits for the last
 )
 
 // BecomeSubreaper makes this process the child subreaper of everything local commands
 // start: a process that detaches and also clears its environment (env -i setsid ...),
 // and so carries no command token, is reparented to this process instead of init, and
-// Close kills it. Only a process whose only children are local commands may call it (the
-// talkops CLI, whose run has one provider): Close kills every other child it did not
-// start. It cannot be undone.
+// the Close of the last open local sandbox kills it. Only a process whose only children
+// are local commands once its last local sandbox closes may call it (the talkops CLI,
+// which stops its MCP servers before the teardown): that Close kills every other child
+// it did not start. It cannot be undone.
 func BecomeSubreaper() error {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
 		return errno
@@ -65,9 +66,9 @@ func unregisterDirect(pid int) {
 	liveMu.Unlock()
 }
 
-// killOrphans SIGKILLs and reaps this process's children that no Exec started and no
-// open sandbox's token marks: what local commands detached from their environment. It
-// does nothing unless BecomeSubreaper succeeded.
+// killOrphans SIGKILLs and reaps this process's children that no Exec started: what
+// local commands detached from their environment. It does nothing unless BecomeSubreaper
+// succeeded, nor while another local sandbox is open.
 func killOrphans() error {
 	if !subreaper.Load() {
 		return nil
@@ -75,11 +76,13 @@ func killOrphans() error {
 	starting.Lock()
 	defer starting.Unlock()
 	liveMu.Lock()
-	var protected []string
-	for sb := range open {
-		sb.mu.Lock()
-		protected = append(protected, sb.tokens...)
-		sb.mu.Unlock()
+	if len(open) > 0 {
+		// Another sandbox is still open (the run's own, while a clean room closes): what
+		// it detached, and the host processes talkops runs beside it (MCP servers), are
+		// children of this process too and carry no token of the closing sandbox. The
+		// last Close sweeps.
+		liveMu.Unlock()
+		return nil
 	}
 	skip := make(map[int]struct{}, len(direct))
 	for pid := range direct {
@@ -92,9 +95,6 @@ func killOrphans() error {
 		return nil
 	}
 	self := os.Getpid()
-	for _, pid := range marked(procs, protected) {
-		skip[pid] = struct{}{}
-	}
 	var orphans []int
 	for _, p := range procs {
 		if _, ok := skip[p.PID]; ok || p.PPID != self {
