@@ -46,6 +46,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/talkops/talkops/internal/backoff"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/httpapi"
 	"github.com/talkops/talkops/providers/httpapi/remote"
@@ -325,7 +326,7 @@ func (p *Provider) joinImage(ctx context.Context, imageID string) (*pb.GenericRe
 		default:
 			return nil, describe(err)
 		}
-		if err := sleep(ctx, p.opts.Retry.delay(attempt)); err != nil {
+		if err := backoff.Sleep(ctx, p.opts.Retry.delay(attempt)); err != nil {
 			return nil, fmt.Errorf("build not finished within %s: %w", p.opts.ReadyTimeout, err)
 		}
 	}
