@@ -108,3 +108,32 @@ func TestLookupUnknown(t *testing.T) {
 		t.Errorf("the release registry has the fake provider")
 	}
 }
+
+// A plugin timeout that is zero or negative would silently mean the default; it is an
+// error naming the file, the line and the key instead.
+func TestPluginTimeoutMustBePositive(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ key, value string }{
+		{"create_timeout", "0s"},
+		{"call_timeout", "-5s"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			t.Parallel()
+			cfg := load(t, "[sandboxes.providers.acme]\ncommand = [\"/bin/true\"]\n"+tc.key+" = \""+tc.value+"\"\n")
+			_, err := builtin.Providers().Build(cfg, "acme", func(string) string { return "" })
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a *config.Error", err)
+			}
+			for _, want := range []string{"config.toml:3", "sandboxes.providers.acme." + tc.key, "want a positive duration"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %q, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+	cfg := load(t, "[sandboxes.providers.acme]\ncommand = [\"/bin/true\"]\ncreate_timeout = \"5s\"\n")
+	if _, err := builtin.Providers().Build(cfg, "acme", func(string) string { return "" }); err != nil {
+		t.Errorf("a positive create_timeout: %v", err)
+	}
+}
