@@ -125,11 +125,17 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 		return remote.Result{}, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	out := newStdio(d, router, req.ExecId, pb.TaskExecStdioFileDescriptor_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT, r.Stdout)
 	errs := newStdio(d, router, req.ExecId, pb.TaskExecStdioFileDescriptor_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR, r.Stderr)
 	go out.run(ctx)
 	go errs.run(ctx)
+	// On every return, also a failed one, the streams are stopped and gone: none writes
+	// to r.Stdout or r.Stderr once Run has returned.
+	defer func() {
+		cancel()
+		<-out.done
+		<-errs.done
+	}()
 
 	wait, err := router.TaskExecWait(ctx, &pb.TaskExecWaitRequest{TaskId: d.taskID, ExecId: req.ExecId})
 	if err != nil {
