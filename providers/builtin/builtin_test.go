@@ -137,3 +137,24 @@ func TestPluginTimeoutMustBePositive(t *testing.T) {
 		t.Errorf("a positive create_timeout: %v", err)
 	}
 }
+
+// A negative size is refused with the key the user wrote in the provider's table.
+func TestNegativeSizeNamesTheKey(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DAYTONA_API_KEY": "k", "LANGSMITH_API_KEY": "k", "VERCEL_TOKEN": "t", "VERCEL_TEAM_ID": "team", "VERCEL_PROJECT_ID": "p"}
+	for _, tc := range []struct{ provider, key, value string }{
+		{"daytona", "memory_gb", "-1"},
+		{"daytona", "auto_stop_minutes", "-1"},
+		{"langsmith", "memory_bytes", "-1"},
+		{"vercel", "vcpus", "-1"},
+	} {
+		t.Run(tc.provider+"/"+tc.key, func(t *testing.T) {
+			t.Parallel()
+			cfg := load(t, "[sandboxes.providers."+tc.provider+"]\n"+tc.key+" = "+tc.value+"\n")
+			_, err := builtin.Providers().Build(cfg, tc.provider, func(k string) string { return env[k] })
+			if !errors.Is(err, providers.ErrConfig) || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), "must not be negative") {
+				t.Errorf("%s = %s: err = %v, want a config error naming %s", tc.key, tc.value, err, tc.key)
+			}
+		})
+	}
+}

@@ -121,7 +121,7 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 		return nil, err
 	}
 	if opts.VCPUs < 0 || opts.MemBytes < 0 || opts.DiskBytes < 0 || opts.SnapshotDiskBytes < 0 || opts.CommandLimit < 0 {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / mem_bytes / disk_bytes / command_limit"}, Problem: "must not be negative"}
+		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / memory_bytes / disk_bytes / command_limit"}, Problem: "must not be negative"}
 	}
 	if opts.SnapshotDiskBytes == 0 {
 		opts.SnapshotDiskBytes = defaultSnapshotBytes
