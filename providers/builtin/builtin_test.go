@@ -138,15 +138,23 @@ func TestPluginTimeoutMustBePositive(t *testing.T) {
 	}
 }
 
-// A negative size is refused with the key the user wrote in the provider's table.
-func TestNegativeSizeNamesTheKey(t *testing.T) {
+// A negative size or timeout is refused with the key the user wrote in the provider's
+// table, not silently replaced by the default.
+func TestNegativeSettingNamesTheKey(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DAYTONA_API_KEY": "k", "LANGSMITH_API_KEY": "k", "VERCEL_TOKEN": "t", "VERCEL_TEAM_ID": "team", "VERCEL_PROJECT_ID": "p"}
+	env := map[string]string{"DAYTONA_API_KEY": "k", "LANGSMITH_API_KEY": "k", "VERCEL_TOKEN": "t", "VERCEL_TEAM_ID": "team", "VERCEL_PROJECT_ID": "p",
+		"RUNLOOP_API_KEY": "k", "MODAL_TOKEN_ID": "i", "MODAL_TOKEN_SECRET": "s", "MODAL_CONFIG_PATH": "/nonexistent/.modal.toml"}
 	for _, tc := range []struct{ provider, key, value string }{
 		{"daytona", "memory_gb", "-1"},
 		{"daytona", "auto_stop_minutes", "-1"},
 		{"langsmith", "memory_bytes", "-1"},
 		{"vercel", "vcpus", "-1"},
+		{"daytona", "ready_timeout", `"-1s"`},
+		{"runloop", "ready_timeout", `"-1s"`},
+		{"vercel", "ready_timeout", `"-1s"`},
+		{"langsmith", "ready_timeout", `"-1s"`},
+		{"langsmith", "build_timeout", `"-1s"`},
+		{"modal", "ready_timeout", `"-1s"`},
 	} {
 		t.Run(tc.provider+"/"+tc.key, func(t *testing.T) {
 			t.Parallel()

@@ -129,8 +129,14 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.CommandLimit == 0 {
 		opts.CommandLimit = DefaultCommandLimit
 	}
+	if err := httpapi.CheckNotNegative(Name, "ready_timeout", opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	if err := httpapi.CheckNotNegative(Name, "build_timeout", opts.BuildTimeout); err != nil {
+		return nil, err
 	}
 	if opts.BuildTimeout <= 0 {
 		opts.BuildTimeout = DefaultBuildTimeout

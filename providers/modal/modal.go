@@ -136,6 +136,9 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if err := httpapi.CheckSandboxDirs(Name, opts.WorkingDir, opts.TempDir); err != nil {
 		return nil, err
 	}
+	if err := httpapi.CheckNotNegative(Name, "ready_timeout", opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
