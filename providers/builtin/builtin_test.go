@@ -108,3 +108,61 @@ func TestLookupUnknown(t *testing.T) {
 		t.Errorf("the release registry has the fake provider")
 	}
 }
+
+// A plugin timeout that is zero or negative would silently mean the default; it is an
+// error naming the file, the line and the key instead.
+func TestPluginTimeoutMustBePositive(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ key, value string }{
+		{"create_timeout", "0s"},
+		{"call_timeout", "-5s"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			t.Parallel()
+			cfg := load(t, "[sandboxes.providers.acme]\ncommand = [\"/bin/true\"]\n"+tc.key+" = \""+tc.value+"\"\n")
+			_, err := builtin.Providers().Build(cfg, "acme", func(string) string { return "" })
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a *config.Error", err)
+			}
+			for _, want := range []string{"config.toml:3", "sandboxes.providers.acme." + tc.key, "want a positive duration"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %q, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+	cfg := load(t, "[sandboxes.providers.acme]\ncommand = [\"/bin/true\"]\ncreate_timeout = \"5s\"\n")
+	if _, err := builtin.Providers().Build(cfg, "acme", func(string) string { return "" }); err != nil {
+		t.Errorf("a positive create_timeout: %v", err)
+	}
+}
+
+// A negative size or timeout is refused with the key the user wrote in the provider's
+// table, not silently replaced by the default.
+func TestNegativeSettingNamesTheKey(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DAYTONA_API_KEY": "k", "LANGSMITH_API_KEY": "k", "VERCEL_TOKEN": "t", "VERCEL_TEAM_ID": "team", "VERCEL_PROJECT_ID": "p",
+		"RUNLOOP_API_KEY": "k", "MODAL_TOKEN_ID": "i", "MODAL_TOKEN_SECRET": "s", "MODAL_CONFIG_PATH": "/nonexistent/.modal.toml"}
+	for _, tc := range []struct{ provider, key, value string }{
+		{"daytona", "memory_gb", "-1"},
+		{"daytona", "auto_stop_minutes", "-1"},
+		{"langsmith", "memory_bytes", "-1"},
+		{"vercel", "vcpus", "-1"},
+		{"daytona", "ready_timeout", `"-1s"`},
+		{"runloop", "ready_timeout", `"-1s"`},
+		{"vercel", "ready_timeout", `"-1s"`},
+		{"langsmith", "ready_timeout", `"-1s"`},
+		{"langsmith", "build_timeout", `"-1s"`},
+		{"modal", "ready_timeout", `"-1s"`},
+	} {
+		t.Run(tc.provider+"/"+tc.key, func(t *testing.T) {
+			t.Parallel()
+			cfg := load(t, "[sandboxes.providers."+tc.provider+"]\n"+tc.key+" = "+tc.value+"\n")
+			_, err := builtin.Providers().Build(cfg, tc.provider, func(k string) string { return env[k] })
+			if !errors.Is(err, providers.ErrConfig) || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), "must not be negative") {
+				t.Errorf("%s = %s: err = %v, want a config error naming %s", tc.key, tc.value, err, tc.key)
+			}
+		})
+	}
+}

@@ -21,7 +21,7 @@ type pluginTable struct {
 	Backend string         `toml:"backend"`
 	Options map[string]any `toml:"options"`
 	// CreateTimeout and CallTimeout bound create/attach and every other call but exec;
-	// 0 keeps the defaults (5 min, 2 min).
+	// left out, they keep the defaults (5 min, 2 min); set, they must be positive.
 	CreateTimeout time.Duration `toml:"create_timeout"`
 	CallTimeout   time.Duration `toml:"call_timeout"`
 }
@@ -35,6 +35,15 @@ func pluginMaker(name string) Maker {
 		var tbl pluginTable
 		if err := t.Decode(&tbl); err != nil {
 			return nil, err
+		}
+		// 0 would silently mean the default: a timeout written down must be one.
+		for _, timeout := range []struct {
+			key string
+			d   time.Duration
+		}{{"create_timeout", tbl.CreateTimeout}, {"call_timeout", tbl.CallTimeout}} {
+			if timeout.d <= 0 && t.Source(timeout.key) != "" {
+				return nil, t.Errorf(timeout.key, "is %s: want a positive duration like \"5m\", or leave it out for the default", timeout.d)
+			}
 		}
 		opts := plugin.Options{Name: name, WorkingDir: t.WorkingDir, Options: tbl.Options, Env: PluginEnv(getenv),
 			CreateTimeout: tbl.CreateTimeout, CallTimeout: tbl.CallTimeout}

@@ -126,7 +126,10 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 		return nil, err
 	}
 	if opts.CPU < 0 || opts.MemoryGB < 0 || opts.DiskGB < 0 || opts.AutoStopMinutes < 0 {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"cpu / memory / disk / auto_stop"}, Problem: "must not be negative"}
+		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"cpu / memory_gb / disk_gb / auto_stop_minutes"}, Problem: "must not be negative"}
+	}
+	if err := httpapi.CheckNotNegative(Name, "ready_timeout", opts.ReadyTimeout); err != nil {
+		return nil, err
 	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout

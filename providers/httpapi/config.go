@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/talkops/talkops/providers"
 )
@@ -71,6 +72,15 @@ func CheckSandboxDirs(provider, workingDir, tempDir string) error {
 // bounds and counters.
 func (o RemoteOptions) NewClient(provider, baseURL string, header http.Header, decodeError func(status int, body []byte) (code, message string)) *Client {
 	return &Client{Provider: provider, BaseURL: baseURL, HTTP: o.HTTPClient, Header: header, Retry: o.Retry, DecodeError: decodeError, Stats: o.Stats}
+}
+
+// CheckNotNegative returns a *ConfigError naming provider and setting when d is
+// negative; 0 is the provider's default.
+func CheckNotNegative(provider, setting string, d time.Duration) error {
+	if d < 0 {
+		return &ConfigError{Provider: provider, Vars: []string{setting}, Problem: fmt.Sprintf("is %s: must not be negative", d), Hint: "leave it out for the default"}
+	}
+	return nil
 }
 
 // CheckURL returns a *ConfigError naming provider and setting unless rawURL is an

@@ -121,7 +121,7 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 		return nil, err
 	}
 	if opts.VCPUs < 0 || opts.MemBytes < 0 || opts.DiskBytes < 0 || opts.SnapshotDiskBytes < 0 || opts.CommandLimit < 0 {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / mem_bytes / disk_bytes / command_limit"}, Problem: "must not be negative"}
+		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / memory_bytes / disk_bytes / command_limit"}, Problem: "must not be negative"}
 	}
 	if opts.SnapshotDiskBytes == 0 {
 		opts.SnapshotDiskBytes = defaultSnapshotBytes
@@ -129,8 +129,14 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.CommandLimit == 0 {
 		opts.CommandLimit = DefaultCommandLimit
 	}
+	if err := httpapi.CheckNotNegative(Name, "ready_timeout", opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	if err := httpapi.CheckNotNegative(Name, "build_timeout", opts.BuildTimeout); err != nil {
+		return nil, err
 	}
 	if opts.BuildTimeout <= 0 {
 		opts.BuildTimeout = DefaultBuildTimeout

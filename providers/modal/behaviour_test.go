@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -508,5 +510,59 @@ func TestTTLBackstop(t *testing.T) {
 	}
 	if err := sb.Close(t.Context()); err != nil {
 		t.Errorf("Close after the TTL = %v, want nil", err)
+	}
+}
+
+// slowWriter's first Write signals started and then takes a while; busy says whether a
+// Write is in progress.
+type slowWriter struct {
+	started chan struct{}
+	once    sync.Once
+	busy    atomic.Bool
+}
+
+func (w *slowWriter) Write(b []byte) (int, error) {
+	w.busy.Store(true)
+	defer w.busy.Store(false)
+	w.once.Do(func() {
+		close(w.started)
+		time.Sleep(time.Second)
+	})
+	return len(b), nil
+}
+
+// TestFailedExecStopsItsOutputStreams: when the wait for a command fails, Exec returns
+// only once its output streams have stopped, so no Write to the caller's writers is still
+// going on (or comes later) when the caller moves on.
+func TestFailedExecStopsItsOutputStreams(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv, nil)
+	sb := cloudtest.Create(t, p, spec("run-wait-fails"))
+	held := srv.Faults.Hold("TaskExecWait")
+	srv.Faults.Inject("TaskExecWait", srv.Count("TaskExecWait")+1, modalfake.Fault{Code: codes.PermissionDenied, Message: "no"})
+	w := &slowWriter{started: make(chan struct{})}
+	cmd := providers.Shell("echo out; sleep 2")
+	cmd.Stdout = w
+	type outcome struct {
+		err          error
+		busyAtReturn bool
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		_, err := sb.Exec(t.Context(), cmd)
+		done <- outcome{err, w.busy.Load()}
+	}()
+	select {
+	case <-w.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command's output never reached the writer")
+	}
+	held.Release()
+	got := <-done
+	if got.err == nil || !strings.Contains(got.err.Error(), "PERMISSION_DENIED") {
+		t.Fatalf("Exec with a failing wait = %v, want the PERMISSION_DENIED error", got.err)
+	}
+	if got.busyAtReturn {
+		t.Error("Exec returned while its output stream was still writing to cmd.Stdout")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/talkops/talkops/internal/backoff"
 	"github.com/talkops/talkops/providers/httpapi"
 	"github.com/talkops/talkops/providers/httpapi/remote"
 	pb "github.com/talkops/talkops/providers/modal/internal/modalpb"
@@ -124,11 +125,17 @@ func (d *driver) Run(ctx context.Context, r remote.Run) (remote.Result, error) {
 		return remote.Result{}, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	out := newStdio(d, router, req.ExecId, pb.TaskExecStdioFileDescriptor_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT, r.Stdout)
 	errs := newStdio(d, router, req.ExecId, pb.TaskExecStdioFileDescriptor_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR, r.Stderr)
 	go out.run(ctx)
 	go errs.run(ctx)
+	// On every return, also a failed one, the streams are stopped and gone: none writes
+	// to r.Stdout or r.Stderr once Run has returned.
+	defer func() {
+		cancel()
+		<-out.done
+		<-errs.done
+	}()
 
 	wait, err := router.TaskExecWait(ctx, &pb.TaskExecWaitRequest{TaskId: d.taskID, ExecId: req.ExecId})
 	if err != nil {
@@ -178,7 +185,7 @@ func (d *driver) startExec(ctx context.Context, router pb.TaskCommandRouterClien
 		case attempt+1 >= retry.Attempts:
 			return fmt.Errorf("start exec: %w [gave up after %d attempts]", describe(err), attempt+1)
 		}
-		if err := sleep(ctx, retry.delay(attempt)); err != nil {
+		if err := backoff.Sleep(ctx, retry.delay(attempt)); err != nil {
 			return err
 		}
 	}
@@ -244,7 +251,7 @@ func (s *stdio) run(ctx context.Context) {
 			return
 		}
 		failures++
-		if s.err = sleep(ctx, s.d.p.opts.Retry.delay(failures)); s.err != nil {
+		if s.err = backoff.Sleep(ctx, s.d.p.opts.Retry.delay(failures)); s.err != nil {
 			return
 		}
 	}
@@ -308,7 +315,7 @@ func (d *driver) fsExec(ctx context.Context, req *pb.ContainerFilesystemExecRequ
 			return resp, nil, describe(err)
 		}
 		attempt++
-		if err := sleep(ctx, d.p.opts.Retry.delay(attempt)); err != nil {
+		if err := backoff.Sleep(ctx, d.p.opts.Retry.delay(attempt)); err != nil {
 			return resp, nil, err
 		}
 	}

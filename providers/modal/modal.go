@@ -46,6 +46,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/talkops/talkops/internal/backoff"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/httpapi"
 	"github.com/talkops/talkops/providers/httpapi/remote"
@@ -133,6 +134,9 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	opts.Image = cmp.Or(opts.Image, DefaultImage)
 	opts.WorkingDir = cmp.Or(opts.WorkingDir, DefaultWorkingDir)
 	if err := httpapi.CheckSandboxDirs(Name, opts.WorkingDir, opts.TempDir); err != nil {
+		return nil, err
+	}
+	if err := httpapi.CheckNotNegative(Name, "ready_timeout", opts.ReadyTimeout); err != nil {
 		return nil, err
 	}
 	if opts.ReadyTimeout <= 0 {
@@ -325,7 +329,7 @@ func (p *Provider) joinImage(ctx context.Context, imageID string) (*pb.GenericRe
 		default:
 			return nil, describe(err)
 		}
-		if err := sleep(ctx, p.opts.Retry.delay(attempt)); err != nil {
+		if err := backoff.Sleep(ctx, p.opts.Retry.delay(attempt)); err != nil {
 			return nil, fmt.Errorf("build not finished within %s: %w", p.opts.ReadyTimeout, err)
 		}
 	}

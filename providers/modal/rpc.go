@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"net/url"
 	"strconv"
 	"sync"
@@ -19,6 +18,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/talkops/talkops/internal/backoff"
 )
 
 // Metadata every call carries. Modal's server identifies the client by type and
@@ -39,7 +40,8 @@ const (
 type Retry struct {
 	// Attempts is the number of tries in all; 0 means 4.
 	Attempts int
-	// Base is the first backoff (default 100 ms), doubled each time up to Max (default 2 s).
+	// Base is the first backoff (default 100 ms), doubled each time up to Max (default 2 s);
+	// half of each wait is random, as for the HTTP providers (internal/backoff).
 	Base, Max time.Duration
 }
 
@@ -57,8 +59,7 @@ func (r Retry) withDefaults() Retry {
 }
 
 func (r Retry) delay(attempt int) time.Duration {
-	d := time.Duration(float64(r.Base) * math.Pow(2, float64(attempt)))
-	return min(d, r.Max)
+	return backoff.Jittered(r.Base, r.Max, attempt+1)
 }
 
 // retryable reports whether a call that failed with err may be tried again: the codes
@@ -69,18 +70,6 @@ func retryable(err error) bool {
 		return true
 	}
 	return false
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Stats counts the RPCs a provider sent, by full method name, retries included.
@@ -209,7 +198,7 @@ func (p *callPolicy) unary(ctx context.Context, method string, req, reply any, c
 			}
 			return err
 		}
-		if err := sleep(ctx, p.retry.delay(attempt)); err != nil {
+		if err := backoff.Sleep(ctx, p.retry.delay(attempt)); err != nil {
 			return err
 		}
 	}

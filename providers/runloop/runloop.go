@@ -130,6 +130,9 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.KeepAlive == 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
+	if err := httpapi.CheckNotNegative(Name, "ready_timeout", opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}

@@ -128,6 +128,9 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
 	}
+	if err := httpapi.CheckNotNegative(Name, "ready_timeout", opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
