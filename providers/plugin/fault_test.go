@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"syscall"
@@ -41,6 +42,9 @@ func TestFaults(t *testing.T) {
 		{fault: "huge:exec", op: "exec", reason: "longer than 16 MiB"},
 		{fault: "crash:upload_begin", op: "upload", stderr: "crashing in upload_begin", reason: "exited"},
 		{fault: "crash:upload_chunk", op: "upload", stderr: "crashing in upload_chunk", reason: "exited"},
+		// The plugin stops reading stdin: the next request (a chunk larger than the pipe)
+		// blocks on the write until the call's deadline stops the plugin.
+		{fault: "deaf:upload_begin", op: "upload", stderr: "no longer reading requests", reason: "did not read the request"},
 		{fault: "crash:read", op: "download", stderr: "crashing in read", reason: "exited"},
 		{fault: "crash:delete", op: "close", stderr: "crashing in delete", reason: "exited", leaks: true},
 		{fault: "hang:delete", op: "close", stderr: "hanging in delete", reason: "did not answer", leaks: true},
@@ -93,11 +97,10 @@ func step(ctx context.Context, t *testing.T, p *plugin.Provider, op string) erro
 	case "exec":
 		_, opErr = sb.Exec(ctx, providers.Cmd{Argv: []string{"true"}, Timeout: time.Second})
 	case "upload":
-		// Random-ish content so the gzip stays above one chunk.
+		// Random content, so the gzip stays above one chunk and a chunk is larger than a
+		// pipe's buffer.
 		body := make([]byte, 3<<20)
-		for i := range body {
-			body[i] = byte(i*7919 + i/251)
-		}
+		_, _ = rand.NewChaCha8([32]byte{1}).Read(body)
 		tgz, err := archive.TarGz(archive.Entry{Name: "big.bin", Body: body})
 		if err != nil {
 			t.Fatal(err)

@@ -207,20 +207,26 @@ func (p *process) call(ctx context.Context, op string, params, result any, deadl
 		forget()
 		return fmt.Errorf("%s plugin: %s: encode request: %w", p.name, op, err)
 	}
-	p.wmu.Lock()
-	_, err = p.stdin.Write(append(line, '\n'))
-	p.wmu.Unlock()
-	if err != nil {
-		forget()
-		<-p.doneOr(ctx, time.Second)
-		return p.failure(op, "write request: "+p.reason(err).Error())
-	}
-
+	// The deadline covers sending the request too: a plugin that stops reading its stdin
+	// blocks the write on a full pipe, and with it every later call (teardown's delete).
 	var expired <-chan time.Time
 	if deadline > 0 {
 		t := time.NewTimer(deadline)
 		defer t.Stop()
 		expired = t.C
+	}
+	stopWatch := p.watchWrite(ctx, expired)
+	p.wmu.Lock()
+	_, err = p.stdin.Write(append(line, '\n'))
+	p.wmu.Unlock()
+	stuck := stopWatch()
+	if err != nil {
+		forget()
+		if stuck {
+			return p.failure(op, fmt.Sprintf("the plugin did not read the request within %s, so it was stopped", deadline))
+		}
+		<-p.doneOr(ctx, time.Second)
+		return p.failure(op, "write request: "+p.reason(err).Error())
 	}
 	select {
 	case r, ok := <-ch:
@@ -244,6 +250,43 @@ func (p *process) call(ctx context.Context, op string, params, result any, deadl
 	case <-ctx.Done():
 		forget()
 		return fmt.Errorf("%s plugin: %s: %w", p.name, op, ctx.Err())
+	}
+}
+
+// writeGrace is how long a request may still take to send once the caller's context
+// ends, before the plugin is stopped: short, to leave teardown most of its budget.
+const writeGrace = 2 * time.Second
+
+// watchWrite stops the plugin if sending a request outlasts expired, or writeGrace after
+// ctx ends; stop ends the watch and says whether it stopped the plugin.
+func (p *process) watchWrite(ctx context.Context, expired <-chan time.Time) (stop func() (stuck bool)) {
+	done := make(chan struct{})
+	fired := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-expired:
+		case <-ctx.Done():
+			t := time.NewTimer(writeGrace)
+			defer t.Stop()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+		close(fired)
+		p.kill()
+	}()
+	return func() bool {
+		close(done)
+		select {
+		case <-fired:
+			return true
+		default:
+			return false
+		}
 	}
 }
 

@@ -7,6 +7,7 @@
 //	        "hang:create"   never answer that operation
 //	        "garbage:exec"  answer with a line that is not JSON
 //	        "huge:exec"     answer with a 20 MiB line
+//	        "deaf:upload_begin"  answer that operation, then never read stdin again
 //	        "version"       answer hello with protocol version 99
 //
 // Each process writes its pid to ROOT/pids/PID so tests can check none outlives a run.
@@ -83,6 +84,12 @@ func main() {
 			}
 			wg.Add(1)
 			go func() { defer wg.Done(); s.handle(req) }()
+			if kind, target, _ := strings.Cut(s.fault, ":"); kind == "deaf" && target == req.Op {
+				fmt.Fprintf(os.Stderr, "testplugin: no longer reading requests after %s as asked\n", req.Op)
+				for {
+					time.Sleep(time.Hour) // not select{}: the runtime would call that a deadlock and exit
+				}
+			}
 		}
 		if err != nil {
 			// stdin closed without a shutdown: talkops is gone. Exit now; what runs in
