@@ -657,14 +657,59 @@ func program(w []word) (name string, args []word, nameDynamic bool) {
 			}
 			continue
 		case "xargs":
+			repl := xargsReplace(w[i+1:])
 			i++
 			skipOpts("InPdLsaE")
 			if i >= len(w) {
 				return "echo", nil, false
+			}
+			if repl != "" {
+				// -I puts each input line where repl stands, so those words are
+				// generated: `curl … | xargs -I{} sh -c {}` runs downloaded code.
+				w = append(w[:i:i], fromInput(w[i:], repl)...)
 			}
 			continue
 		}
 		return base, w[i+1:], false
 	}
 	return "", nil, false
+}
+
+// xargsReplace returns the replace string xargs options set (-I R, -IR, -i, -iR,
+// --replace, --replace=R), or "".
+func xargsReplace(opts []word) string {
+	repl := ""
+	for i := 0; i < len(opts) && strings.HasPrefix(opts[i].text, "-") && opts[i].text != "-"; i++ {
+		t := opts[i].text
+		switch {
+		case t == "--":
+			return repl
+		case t == "-I" && i+1 < len(opts):
+			repl = opts[i+1].text
+			i++
+		case strings.HasPrefix(t, "-I"):
+			repl = t[2:]
+		case t == "-i" || t == "--replace":
+			repl = "{}"
+		case strings.HasPrefix(t, "-i"):
+			repl = t[2:]
+		case strings.HasPrefix(t, "--replace="):
+			repl = strings.TrimPrefix(t, "--replace=")
+		case len(t) == 2 && strings.Contains("nPdLsaE", t[1:]):
+			i++ // the option's value
+		}
+	}
+	return repl
+}
+
+// fromInput returns ws with every repl replaced by a placeholder for xargs' input.
+func fromInput(ws []word, repl string) []word {
+	out := make([]word, len(ws))
+	for i, w := range ws {
+		if strings.Contains(w.text, repl) {
+			w = newWord(strings.ReplaceAll(w.text, repl, placeholder("{input}")))
+		}
+		out[i] = w
+	}
+	return out
 }
