@@ -15,7 +15,7 @@ import (
 // This file reads shell commands for the --smart approval policy and the deny patterns,
 // with a real shell parser (mvdan.cc/sh, Bash grammar). It turns a command line into every
 // simple command it would run: inside pipelines, lists, compound commands, functions and
-// substitutions, and inside code handed to eval, sh -c, source or a shell's stdin. Each word
+// substitutions, and inside code handed to eval, sh -c, source, alias or a shell's stdin. Each word
 // is expanded the way the shell would: quotes removed, braces and tildes expanded, variables
 // replaced by the values the command line itself assigns. What is only known when the
 // command runs (a variable from the environment, a substitution's output) stays a marked
@@ -500,11 +500,27 @@ func (a *analysis) addNested(sc *simpleCmd) error {
 		}
 	case name == "find":
 		a.out.cmds = append(a.out.cmds, findExec(args)...)
+	case name == "alias":
+		// An alias body runs wherever the alias is used (dash always expands aliases,
+		// bash after shopt -s expand_aliases), so it is read as code of its own.
+		for _, arg := range args {
+			if _, body, ok := strings.Cut(arg.text, "="); ok && !arg.dynamic {
+				if err := a.readNested(sc, body); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	if code == nil || code.dynamic {
 		return nil // generated code is judged by the rules; there is nothing to read
 	}
-	nested, err := analyze(code.text, a.depth+1, a.env, a.budget)
+	return a.readNested(sc, code.text)
+}
+
+// readNested reads code that sc hands to a shell and adds the commands it would run; code
+// that cannot be read makes sc unreadable.
+func (a *analysis) readNested(sc *simpleCmd, code string) error {
+	nested, err := analyze(code, a.depth+1, a.env, a.budget)
 	if err != nil {
 		if errors.Is(err, errUnreadable) {
 			sc.unreadable = err

@@ -142,6 +142,7 @@ var programRules = map[string]programRule{
 	},
 	"awk": awkEnviron, "gawk": awkEnviron, "mawk": awkEnviron, "nawk": awkEnviron,
 	"eval":   generatedCode,
+	"alias":  generatedCode,
 	"source": sourced,
 	".":      sourced,
 }
