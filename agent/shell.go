@@ -15,7 +15,7 @@ import (
 // This file reads shell commands for the --smart approval policy and the deny patterns,
 // with a real shell parser (mvdan.cc/sh, Bash grammar). It turns a command line into every
 // simple command it would run: inside pipelines, lists, compound commands, functions and
-// substitutions, and inside code handed to eval, sh -c, source, alias or a shell's stdin. Each word
+// substitutions, and inside code handed to eval, sh -c, source, alias, trap or a shell's stdin. Each word
 // is expanded the way the shell would: quotes removed, braces and tildes expanded, variables
 // replaced by the values the command line itself assigns. What is only known when the
 // command runs (a variable from the environment, a substitution's output) stays a marked
@@ -500,6 +500,11 @@ func (a *analysis) addNested(sc *simpleCmd) error {
 		}
 	case name == "find":
 		a.out.cmds = append(a.out.cmds, findExec(args)...)
+	case name == "trap":
+		// trap's action runs later, on the signal or at exit: code like eval's.
+		if len(args) > 0 && !strings.HasPrefix(args[0].text, "-") {
+			code = &args[0]
+		}
 	case name == "alias":
 		// An alias body runs wherever the alias is used (dash always expands aliases,
 		// bash after shopt -s expand_aliases), so it is read as code of its own.

@@ -143,6 +143,7 @@ var programRules = map[string]programRule{
 	"awk": awkEnviron, "gawk": awkEnviron, "mawk": awkEnviron, "nawk": awkEnviron,
 	"eval":   generatedCode,
 	"alias":  generatedCode,
+	"trap":   generatedCode,
 	"source": sourced,
 	".":      sourced,
 }

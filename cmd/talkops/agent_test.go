@@ -193,6 +193,17 @@ func TestAgentOutcomes(t *testing.T) {
 					t.Errorf("denials = %+v, want 1", r.Agent.Denials)
 				}
 			}},
+		{name: "smart reads trap actions", steps: []modeltest.Step{
+			{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"trap 'echo touch touched | sh' EXIT"}`)}},
+			{Text: "Denied, stopping."}}, args: []string{"--smart"}, want: 0, stop: "done",
+			check: func(t *testing.T, dir string, got runOutcome) {
+				if _, err := os.Stat(filepath.Join(dir, "touched")); err == nil {
+					t.Error("a trap action piping into sh ran under --smart")
+				}
+				if r := readResult(t, dir); len(r.Agent.Denials) != 1 {
+					t.Errorf("denials = %+v, want 1", r.Agent.Denials)
+				}
+			}},
 		{name: "unauthorized", steps: []modeltest.Step{{Status: 401}}, args: []string{"-y"}, want: 3},
 		{name: "no key", steps: []modeltest.Step{{Text: "x"}}, env: map[string]string{"ANTHROPIC_API_KEY": ""}, want: 2},
 		{name: "refused without rubric", steps: []modeltest.Step{{Refusal: true, Text: "I can't help with that."}}, args: []string{"-y"}, want: 1},
