@@ -15,7 +15,7 @@ import (
 // This file reads shell commands for the --smart approval policy and the deny patterns,
 // with a real shell parser (mvdan.cc/sh, Bash grammar). It turns a command line into every
 // simple command it would run: inside pipelines, lists, compound commands, functions and
-// substitutions, and inside code handed to eval, sh -c, source or a shell's stdin. Each word
+// substitutions, and inside code handed to eval, sh -c, source, alias, trap or a shell's stdin. Each word
 // is expanded the way the shell would: quotes removed, braces and tildes expanded, variables
 // replaced by the values the command line itself assigns. What is only known when the
 // command runs (a variable from the environment, a substitution's output) stays a marked
@@ -500,11 +500,32 @@ func (a *analysis) addNested(sc *simpleCmd) error {
 		}
 	case name == "find":
 		a.out.cmds = append(a.out.cmds, findExec(args)...)
+	case name == "trap":
+		// trap's action runs later, on the signal or at exit: code like eval's.
+		if len(args) > 0 && !strings.HasPrefix(args[0].text, "-") {
+			code = &args[0]
+		}
+	case name == "alias":
+		// An alias body runs wherever the alias is used (dash always expands aliases,
+		// bash after shopt -s expand_aliases), so it is read as code of its own.
+		for _, arg := range args {
+			if _, body, ok := strings.Cut(arg.text, "="); ok && !arg.dynamic {
+				if err := a.readNested(sc, body); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	if code == nil || code.dynamic {
 		return nil // generated code is judged by the rules; there is nothing to read
 	}
-	nested, err := analyze(code.text, a.depth+1, a.env, a.budget)
+	return a.readNested(sc, code.text)
+}
+
+// readNested reads code that sc hands to a shell and adds the commands it would run; code
+// that cannot be read makes sc unreadable.
+func (a *analysis) readNested(sc *simpleCmd, code string) error {
+	nested, err := analyze(code, a.depth+1, a.env, a.budget)
 	if err != nil {
 		if errors.Is(err, errUnreadable) {
 			sc.unreadable = err
@@ -657,14 +678,59 @@ func program(w []word) (name string, args []word, nameDynamic bool) {
 			}
 			continue
 		case "xargs":
+			repl := xargsReplace(w[i+1:])
 			i++
 			skipOpts("InPdLsaE")
 			if i >= len(w) {
 				return "echo", nil, false
+			}
+			if repl != "" {
+				// -I puts each input line where repl stands, so those words are
+				// generated: `curl … | xargs -I{} sh -c {}` runs downloaded code.
+				w = append(w[:i:i], fromInput(w[i:], repl)...)
 			}
 			continue
 		}
 		return base, w[i+1:], false
 	}
 	return "", nil, false
+}
+
+// xargsReplace returns the replace string xargs options set (-I R, -IR, -i, -iR,
+// --replace, --replace=R), or "".
+func xargsReplace(opts []word) string {
+	repl := ""
+	for i := 0; i < len(opts) && strings.HasPrefix(opts[i].text, "-") && opts[i].text != "-"; i++ {
+		t := opts[i].text
+		switch {
+		case t == "--":
+			return repl
+		case t == "-I" && i+1 < len(opts):
+			repl = opts[i+1].text
+			i++
+		case strings.HasPrefix(t, "-I"):
+			repl = t[2:]
+		case t == "-i" || t == "--replace":
+			repl = "{}"
+		case strings.HasPrefix(t, "-i"):
+			repl = t[2:]
+		case strings.HasPrefix(t, "--replace="):
+			repl = strings.TrimPrefix(t, "--replace=")
+		case len(t) == 2 && strings.Contains("nPdLsaE", t[1:]):
+			i++ // the option's value
+		}
+	}
+	return repl
+}
+
+// fromInput returns ws with every repl replaced by a placeholder for xargs' input.
+func fromInput(ws []word, repl string) []word {
+	out := make([]word, len(ws))
+	for i, w := range ws {
+		if strings.Contains(w.text, repl) {
+			w = newWord(strings.ReplaceAll(w.text, repl, placeholder("{input}")))
+		}
+		out[i] = w
+	}
+	return out
 }

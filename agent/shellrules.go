@@ -140,7 +140,10 @@ var programRules = map[string]programRule{
 		}
 		return allow()
 	},
+	"awk": awkEnviron, "gawk": awkEnviron, "mawk": awkEnviron, "nawk": awkEnviron,
 	"eval":   generatedCode,
+	"alias":  generatedCode,
+	"trap":   generatedCode,
 	"source": sourced,
 	".":      sourced,
 }
@@ -253,20 +256,41 @@ func interpreterCode(c *simpleCmd) Decision {
 }
 
 // envAccess is how common interpreters read their environment.
-var envAccess = regexp.MustCompile(`environ|getenv|ENV\[|%ENV|process\.env|Deno\.env|System\.getenv|\$env:`)
+var envAccess = regexp.MustCompile(`environ|getenv|\bENV\b|_ENV\b|process\.env|Deno\.env|System\.getenv|\$env:`)
 
+// inlineCode returns the code an interpreter's arguments carry: the argument after every
+// code option, clusters included (perl -le, python3 -Ic). An option's value is not
+// skipped, so one flag cannot hide the next (python3 -E -c …).
 func inlineCode(name string, args []word) (word, bool) {
 	if isShell(name) {
 		return dashC(args)
 	}
-	for i, a := range args {
-		if a.text == "-c" || a.text == "-e" || a.text == "-E" || a.text == "-r" || a.text == "--eval" {
-			if i+1 < len(args) {
-				return args[i+1], true
-			}
+	letters := "ceEr"
+	if strings.HasPrefix(name, "node") || name == "bun" {
+		letters += "p" // node -p/--print evaluates and prints
+	}
+	var code []word
+	for i, a := range args[:max(len(args)-1, 0)] {
+		t := a.text
+		long := t == "--eval" || (strings.Contains(letters, "p") && t == "--print")
+		cluster := len(t) >= 2 && t[0] == '-' && t[1] != '-' && strings.Trim(t[1:], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" &&
+			strings.ContainsRune(letters, rune(t[len(t)-1]))
+		if long || cluster {
+			code = append(code, args[i+1])
 		}
 	}
-	return word{}, false
+	if len(code) == 0 {
+		return word{}, false
+	}
+	return joinFields(code), true
+}
+
+// awkEnviron denies awk programs that read ENVIRON, awk's copy of the environment.
+func awkEnviron(name string, args []word) Decision {
+	if slices.ContainsFunc(args, func(a word) bool { return strings.Contains(a.text, "ENVIRON") }) {
+		return deny("%s code that reads ENVIRON is denied: it holds secrets", name)
+	}
+	return allow()
 }
 
 // pipedIntoInterpreter denies piping into an interpreter that reads its program from stdin:

@@ -71,6 +71,10 @@ func (w *anthropicWire) complete(ctx context.Context, req Request) (Response, er
 		if !started && ev.Type != "message_start" {
 			return Response{}, &TransportError{Provider: "anthropic", Err: fmt.Errorf("event stream began with %q, not message_start", ev.Type)}
 		}
+		if started && ev.Type == "message_start" {
+			// A second start would reset the content the streamed tool inputs index into.
+			return Response{}, &TransportError{Provider: "anthropic", Err: errors.New("event stream sent a second message_start")}
+		}
 		started = true
 		if err := msg.Accumulate(ev); err != nil {
 			return Response{}, &TransportError{Provider: "anthropic", Err: fmt.Errorf("malformed event stream: %w", err)}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -184,5 +187,42 @@ func TestAnthropicStreamProgress(t *testing.T) {
 	// No progress while the stream was silent: the last one came well before the end.
 	if silent := time.Since(time.Unix(0, last.Load())); silent < time.Since(start)/2 {
 		t.Errorf("last progress %v before the end of a %v call that was silent after its opening events", silent, time.Since(start))
+	}
+}
+
+// TestAnthropicStreamRestartedMessage: a stream that sends a second message_start after a
+// tool call's input began (a broken gateway splicing two replies) fails the attempt as a
+// transport error instead of crashing on the input of a block the restart dropped.
+func TestAnthropicStreamRestartedMessage(t *testing.T) {
+	t.Parallel()
+	start := `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":0}}}`
+	events := []string{
+		"event: message_start\ndata: " + start,
+		`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_a","name":"execute","input":{}}}`,
+		`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"command\":\"ls\"}"}}`,
+		"event: message_start\ndata: " + start,
+		`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}`,
+		`event: message_stop` + "\n" + `data: {"type":"message_stop"}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range events {
+			fmt.Fprintf(w, "%s\n\n", e)
+		}
+	}))
+	defer srv.Close()
+	m, err := model.New("anthropic:claude-sonnet-4-5", srv.URL, func(k string) string {
+		if k == "ANTHROPIC_API_KEY" {
+			return testKey
+		}
+		return ""
+	}, model.WithRetry(model.RetryPolicy{MaxAttempts: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Complete(t.Context(), userTurn("go"))
+	var te *model.TransportError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "message_start") {
+		t.Fatalf("Complete = %v, want a transport error about the repeated message_start", err)
 	}
 }

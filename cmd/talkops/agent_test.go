@@ -160,6 +160,50 @@ func TestAgentOutcomes(t *testing.T) {
 					t.Errorf("warned about -y without -y:\n%s", got.stderr)
 				}
 			}},
+		{name: "smart denies code fed through xargs", steps: []modeltest.Step{
+			{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"echo 'touch touched' | xargs -I{} sh -c {}"}`)}},
+			{Text: "Denied, stopping."}}, args: []string{"--smart"}, want: 0, stop: "done",
+			check: func(t *testing.T, dir string, got runOutcome) {
+				if _, err := os.Stat(filepath.Join(dir, "touched")); err == nil {
+					t.Error("code piped through xargs -I into sh -c ran under --smart")
+				}
+				if r := readResult(t, dir); len(r.Agent.Denials) != 1 {
+					t.Errorf("denials = %+v, want 1", r.Agent.Denials)
+				}
+			}},
+		{name: "smart denies awk reading ENVIRON", steps: []modeltest.Step{
+			{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"awk 'BEGIN{for(k in ENVIRON) print k, ENVIRON[k]}' > touched"}`)}},
+			{Text: "Denied, stopping."}}, args: []string{"--smart"}, want: 0, stop: "done",
+			check: func(t *testing.T, dir string, got runOutcome) {
+				if _, err := os.Stat(filepath.Join(dir, "touched")); err == nil {
+					t.Error("awk dumped the environment under --smart")
+				}
+				if r := readResult(t, dir); len(r.Agent.Denials) != 1 {
+					t.Errorf("denials = %+v, want 1", r.Agent.Denials)
+				}
+			}},
+		{name: "smart reads alias bodies", steps: []modeltest.Step{
+			{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"shopt -s expand_aliases 2>/dev/null\nalias t='echo touch touched | sh'\nt"}`)}},
+			{Text: "Denied, stopping."}}, args: []string{"--smart"}, want: 0, stop: "done",
+			check: func(t *testing.T, dir string, got runOutcome) {
+				if _, err := os.Stat(filepath.Join(dir, "touched")); err == nil {
+					t.Error("an alias piping into sh ran under --smart")
+				}
+				if r := readResult(t, dir); len(r.Agent.Denials) != 1 {
+					t.Errorf("denials = %+v, want 1", r.Agent.Denials)
+				}
+			}},
+		{name: "smart reads trap actions", steps: []modeltest.Step{
+			{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"trap 'echo touch touched | sh' EXIT"}`)}},
+			{Text: "Denied, stopping."}}, args: []string{"--smart"}, want: 0, stop: "done",
+			check: func(t *testing.T, dir string, got runOutcome) {
+				if _, err := os.Stat(filepath.Join(dir, "touched")); err == nil {
+					t.Error("a trap action piping into sh ran under --smart")
+				}
+				if r := readResult(t, dir); len(r.Agent.Denials) != 1 {
+					t.Errorf("denials = %+v, want 1", r.Agent.Denials)
+				}
+			}},
 		{name: "unauthorized", steps: []modeltest.Step{{Status: 401}}, args: []string{"-y"}, want: 3},
 		{name: "no key", steps: []modeltest.Step{{Text: "x"}}, env: map[string]string{"ANTHROPIC_API_KEY": ""}, want: 2},
 		{name: "refused without rubric", steps: []modeltest.Step{{Refusal: true, Text: "I can't help with that."}}, args: []string{"-y"}, want: 1},
