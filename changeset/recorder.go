@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -215,11 +214,11 @@ func (s *Set) Record(pass, limit int) *result.ChangeSet {
 
 // SkipUnder returns a Skip that leaves out talkops' own files in a run's workspace: the
 // scratch directory .talkops/tmp (where the setup script goes), and the report directory
-// when it lies inside the project.
-func SkipUnder(projectDir, reportDir string) func(p string) bool {
+// (slash-separated, relative to the project; "" when it lies outside).
+func SkipUnder(reportDir string) func(p string) bool {
 	skip := []string{".talkops/tmp"}
-	if rel, err := filepath.Rel(projectDir, reportDir); err == nil && filepath.IsLocal(rel) {
-		skip = append(skip, filepath.ToSlash(rel))
+	if reportDir != "" {
+		skip = append(skip, reportDir)
 	}
 	return func(p string) bool {
 		for _, s := range skip {

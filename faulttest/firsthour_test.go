@@ -157,6 +157,9 @@ run = "test ! -e build"
 [[check]]
 id = "needs-output"
 run = "cat build/out.txt"
+[[check]]
+id = "no-reports"
+run = "test ! -e out"
 `,
 			}, "README.md", "pkg/build/build.go", ".talkops/check.sh", "r.toml")
 			code, stdout, stderr := runTalkops(t, project, env, 3*time.Minute, "--sandbox", provider, "--rubric", "r.toml", "--report-dir", "out")
@@ -169,7 +172,7 @@ run = "cat build/out.txt"
 				m := it.(map[string]any)
 				items[m["id"].(string)] = m
 			}
-			for id, want := range map[string]string{"tracked": "pass", "untracked": "pass", "needs-output": "fail"} {
+			for id, want := range map[string]string{"tracked": "pass", "untracked": "pass", "needs-output": "fail", "no-reports": "pass"} {
 				if got := items[id]["status"]; got != want {
 					t.Errorf("check %s: %v, want %s (%v)", id, got, want, items[id])
 				}
@@ -183,8 +186,9 @@ run = "cat build/out.txt"
 			if st := r["rubric"].(map[string]any)["status"]; st != "failed" || strings.Contains(stdout+stderr, "needs_revision") {
 				t.Errorf("a checks-only run's rubric status %v (or needs_revision printed), want failed: no agent can revise", st)
 			}
-			if !strings.Contains(stderr, "sync: 5 files") || !strings.Contains(stderr, ", done") {
-				t.Errorf("stderr does not show the sync's total (5 files, done):\n%s", stderr)
+			// Four: the report directory out/ (holding this run's result.json) is not sent.
+			if !strings.Contains(stderr, "sync: 4 files") || !strings.Contains(stderr, ", done") {
+				t.Errorf("stderr does not show the sync's total (4 files, done):\n%s", stderr)
 			}
 			sync := r["sync"].(map[string]any)
 			if sync["git_tracked"] != true {

@@ -64,7 +64,7 @@ func (c *runCmd) plan(ctx context.Context, a *app, cfg *config.Config, runID str
 		opts.NewAgent = w.session.NewAgent
 		// Exec output of the cloud providers arrives as JSON text, not bytes: their
 		// archive goes through a file and Download.
-		host = &changeset.Recorder{Skip: changeset.SkipUnder(cfg.ProjectDir, opts.ReportDir), ViaFile: !caps.BinaryOutput}
+		host = &changeset.Recorder{Skip: changeset.SkipUnder(reportDirIn(cfg.ProjectDir, opts.ReportDir)), ViaFile: !caps.BinaryOutput}
 		if w.rubric != nil {
 			host.Protected = w.rubric.IsProtected
 		}
@@ -184,7 +184,8 @@ func (c *runCmd) planSandbox(ctx context.Context, a *app, cfg *config.Config, op
 	if cfg.Sandbox.SyncWorkspace && caps.OwnFilesystem && opts.AttachID == "" {
 		opts.Sync = runner.WorkspaceSyncer(runner.SyncOptions{
 			Root: cfg.ProjectDir, Provider: name, CachesWanted: len(cfg.Sandbox.Caches) > 0, CacheNotes: cacheNotes,
-			Workspace: workspace.Options{Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize},
+			Workspace: workspace.Options{Include: cfg.Sandbox.Sync.Include, Exclude: cfg.Sandbox.Sync.Exclude, MaxFileSize: cfg.Sandbox.Sync.MaxFileSize,
+				ReportDir: reportDirIn(cfg.ProjectDir, opts.ReportDir)},
 		})
 	}
 	return caps, nil
@@ -199,4 +200,13 @@ func (c *runCmd) planReports(opts *runner.Options) error {
 	c.report.Dir, c.report.ResultPath = opts.ReportDir, filepath.Join(opts.ReportDir, "result.json")
 	opts.Publishers = append(opts.Publishers, report.Detect(c.report)...)
 	return nil
+}
+
+// reportDirIn is the report directory relative to the project (slash-separated) when it
+// lies inside it, else "".
+func reportDirIn(projectDir, reportDir string) string {
+	if rel, err := filepath.Rel(projectDir, reportDir); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return ""
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// a slash ("dist/app.js", "deploy/**") also opens the skipped directories on its way.
 	// Exclude patterns rank above every .gitignore.
 	Include, Exclude []string
+	// ReportDir is the run's report directory, slash-separated and relative to the root,
+	// when it lies inside the project (--report-dir out): left out like .talkops/runs, so
+	// the sandbox never sees this run's own result.json or earlier runs' reports.
+	ReportDir string
 	// MaxFileSize is the largest regular file sent, in bytes; 0 means DefaultMaxFileSize.
 	MaxFileSize int64
 	// Progress, when set, is called from the packing goroutine at most every ~100ms while
@@ -481,7 +485,7 @@ func (p *packer) skip(rel string, segs []string, name string, isDir bool) string
 		return ReasonSecret
 	}
 	if !tracked {
-		if isDir && (isSkippedDir(name) || isRunsDir(rel)) || !isDir && isSkippedFile(name) {
+		if isDir && (isSkippedDir(name) || isRunsDir(rel) || rel == p.opts.ReportDir) || !isDir && isSkippedFile(name) {
 			return ReasonSkipList
 		}
 	}

@@ -290,6 +290,18 @@ func TestPackOptions(t *testing.T) {
 			wantSt: Stats{Files: 2, Dirs: 1, Ignored: 2},
 		},
 		{
+			name: "the run's report directory inside the project is never sent",
+			files: map[string]string{
+				"out/result.json":       "x",
+				"out/old/summary.md":    "x",
+				"src/out/main.go":       "x",
+				".talkops/runs/r/x.txt": "x",
+			},
+			opts:   Options{ReportDir: "out"},
+			want:   []string{".talkops/", "src/", "src/out/", "src/out/main.go"},
+			wantSt: Stats{Files: 1, Dirs: 3, Ignored: 2},
+		},
+		{
 			name: "exclude ranks above .gitignore",
 			files: map[string]string{
 				".gitignore":    "generated.txt\n",
