@@ -20,10 +20,11 @@ import (
 	"github.com/talkops/talkops/providers/state"
 )
 
-// ListerFunc builds the listers for the named providers; with no names, for every
-// configured provider that can list. The CLI binds one built from its provider map.
-// Listers that implement io.Closer are closed after use.
-type ListerFunc func(ctx context.Context, names []string) (map[string]providers.Lister, error)
+// ListerFunc builds the listers for the named providers; with no names, for the
+// configured provider and those in ledger (LedgerProviders), each that can list. The CLI
+// binds one built from its provider map. Listers that implement io.Closer are closed
+// after use.
+type ListerFunc func(ctx context.Context, names, ledger []string) (map[string]providers.Lister, error)
 
 // Ledger is the local record of created sandboxes (providers/state on disk): one
 // state.Entry per sandbox a run created.

@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/talkops/talkops/providers"
@@ -19,6 +20,23 @@ type stateLedger string
 func (d stateLedger) Entries() ([]state.Entry, error) { return state.List(string(d)) }
 
 func (d stateLedger) Forget(provider, id string) error { return state.Remove(string(d), provider, id) }
+
+// LedgerProviders lists, sorted, the providers the ledger in stateDir records sandboxes
+// of: with runID, only those of that run. `sandbox gc --run-id` without --provider asks
+// these, so it reaps a run's sandboxes whichever provider created them (a --sandbox the
+// caller did not know about) and builds no provider the run never used (one that may
+// need credentials the caller lacks).
+func LedgerProviders(stateDir, runID string) ([]string, error) {
+	entries, err := state.List(stateDir)
+	var names []string
+	for _, e := range entries {
+		if (runID == "" || e.RunID == runID) && !slices.Contains(names, e.Provider) {
+			names = append(names, e.Provider)
+		}
+	}
+	slices.Sort(names)
+	return names, err
+}
 
 // List merges the ledger in stateDir with what each lister reports; see ListLedger.
 func List(ctx context.Context, listers map[string]providers.Lister, stateDir string, opts ...Options) ([]Entry, error) {

@@ -59,3 +59,32 @@ func TestGCWithStateDir(t *testing.T) {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
 }
+
+// TestLedgerProviders: the providers a ledger names, for one run or for all; a missing
+// ledger names none.
+func TestLedgerProviders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, e := range []state.Entry{
+		{Provider: "docker", ID: "c1", RunID: "a"},
+		{Provider: "docker", ID: "v1", RunID: "a"},
+		{Provider: "bwrap", ID: "b1", RunID: "a"},
+		{Provider: "daytona", ID: "d1", RunID: "b"},
+	} {
+		if err := state.Record(dir, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for runID, want := range map[string][]string{"a": {"bwrap", "docker"}, "b": {"daytona"}, "c": nil, "": {"bwrap", "daytona", "docker"}} {
+		got, err := LedgerProviders(dir, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("run %q: providers (-want +got):\n%s", runID, diff)
+		}
+	}
+	if got, err := LedgerProviders(dir+"/missing", ""); err != nil || len(got) != 0 {
+		t.Errorf("missing ledger: %v, %v; want none and no error", got, err)
+	}
+}

@@ -179,11 +179,11 @@ func (a *app) configOptions(flags, flagNames map[string]string) config.Options {
 }
 
 // listers builds the providers that can list what talkops created, for `talkops sandbox
-// ls|gc`: the named ones, or every one that can list.
-func (a *app) listers(ctx context.Context, names []string) (map[string]providers.Lister, error) {
+// ls|gc`: the named ones, or the configured one and the ledger's.
+func (a *app) listers(ctx context.Context, names, ledger []string) (map[string]providers.Lister, error) {
 	cfg, err := config.Load(a.configOptions(nil, nil))
 	if err != nil {
 		return nil, err
 	}
-	return a.providers.Listers(ctx, cfg, names, a.getenv)
+	return a.providers.Listers(ctx, cfg, names, ledger, a.getenv)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/reaper"
 	"github.com/talkops/talkops/runner"
 )
@@ -19,7 +20,7 @@ type SandboxCmd struct {
 
 // sandboxFlags are shared by ls and gc.
 type sandboxFlags struct {
-	Provider []string `name:"provider" short:"p" sep:"," placeholder:"NAME" help:"Only these providers (repeatable or comma-separated); default: every configured provider that can list sandboxes."`
+	Provider []string `name:"provider" short:"p" sep:"," placeholder:"NAME" help:"Only these providers (repeatable or comma-separated); default: the configured provider and those the ledger records sandboxes of (with --run-id, of that run only)."`
 	JSON     bool     `name:"json" help:"Print JSON instead of a table."`
 	StateDir string   `name:"state-dir" type:"path" placeholder:"DIR" help:"Ledger of created sandboxes (default: $XDG_STATE_HOME/talkops/sandboxes or ~/.local/state/talkops/sandboxes)."`
 	RunID    string   `name:"run-id" placeholder:"ID" help:"Only the sandboxes of this run (result.json run.id)."`
@@ -39,10 +40,21 @@ func (f sandboxFlags) stateDir(a *app) string {
 	return cmp.Or(f.StateDir, reaper.DefaultStateDir(a.getenv))
 }
 
+// listers builds the providers to ask: --provider's, or the configured one and those the
+// ledger names (for --run-id, that run's only).
+func (f sandboxFlags) listers(ctx context.Context, a *app, listers reaper.ListerFunc) (map[string]providers.Lister, error) {
+	var ledger []string
+	if len(f.Provider) == 0 {
+		// A ledger that cannot be read is reported by the listing itself.
+		ledger, _ = reaper.LedgerProviders(f.stateDir(a), f.RunID)
+	}
+	return listers(ctx, f.Provider, ledger)
+}
+
 // Run lists sandboxes. A provider that cannot be asked is reported after the table and
 // makes the exit code 3; the other providers are still listed.
 func (c *sandboxLsCmd) Run(ctx context.Context, a *app, listers reaper.ListerFunc) error {
-	ls, err := listers(ctx, c.Provider)
+	ls, err := c.listers(ctx, a, listers)
 	if err != nil {
 		return runner.Usagef("sandbox ls: %w", err)
 	}
@@ -58,7 +70,7 @@ func (c *sandboxGcCmd) Run(ctx context.Context, a *app, listers reaper.ListerFun
 	if c.OlderThan < 0 {
 		return runner.Usagef("sandbox gc: --older-than=%s: want a duration of 0 or more, such as 1h or 30m", c.OlderThan)
 	}
-	ls, err := listers(ctx, c.Provider)
+	ls, err := c.listers(ctx, a, listers)
 	if err != nil {
 		return runner.Usagef("sandbox gc: %w", err)
 	}

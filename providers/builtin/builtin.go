@@ -96,17 +96,17 @@ func (r Registry) Build(cfg *config.Config, name string, getenv func(string) str
 
 // Listers builds the providers that can list what talkops created, for `talkops sandbox
 // ls|gc`: the named ones (one that cannot list is an error), or, when names is empty, the
-// configured provider and every provider the ledger names that can list.
-func (r Registry) Listers(ctx context.Context, cfg *config.Config, names []string, getenv func(string) string) (map[string]providers.Lister, error) {
+// configured provider and the ledger's (the providers the caller's sandbox ledger records
+// sandboxes of), skipping those that cannot list.
+func (r Registry) Listers(ctx context.Context, cfg *config.Config, names, ledger []string, getenv func(string) string) (map[string]providers.Lister, error) {
 	all := len(names) == 0
 	if all {
 		// Asking an engine this machine never used (a Docker daemon that is not there)
 		// is only noise.
 		names = []string{cfg.Sandbox.Provider}
-		entries, _ := state.List(state.DefaultDir(getenv))
-		for _, e := range entries {
-			if !slices.Contains(names, e.Provider) {
-				names = append(names, e.Provider)
+		for _, name := range ledger {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
 			}
 		}
 	}
