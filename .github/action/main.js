@@ -8,8 +8,8 @@
 //    (--flag=value); nothing goes through a shell.
 // 3. Forwards SIGINT and SIGTERM to talkops at once, so a cancelled job still tears its
 //    sandbox down, and exits with talkops's exit code (128+N when a signal killed it).
-// 4. Saves the run id in the step state before talkops starts: the post step (post.js)
-//    deletes that run's sandboxes and nothing else.
+// 4. Saves the run id and the sandbox provider in the step state before talkops starts:
+//    the post step (post.js) deletes that run's sandboxes and nothing else.
 const { spawn } = require('node:child_process');
 const crypto = require('node:crypto');
 const os = require('node:os');
@@ -106,9 +106,36 @@ function args(command) {
     }
   }
   for (const line of input('extra-args').split('\n')) {
-    if (line.trim() !== '') out.push(line.trim());
+    const arg = line.trim();
+    if (arg === '') continue;
+    const refused = refusedExtraArg(arg);
+    if (refused) fail('talkops', `extra-args: ${arg}: ${refused}`, 2);
+    out.push(arg);
   }
   return out;
+}
+
+// refusedExtraArg says why an extra-args line is not passed on, or returns ''. The post
+// step reaps by the run id this action chooses, so extra-args cannot set one or end the
+// flags (after `--` the action's own --run-id would be a word of the prompt). A bare
+// --sandbox would let the repository's config choose the sandbox; --sandbox=NAME is
+// fine: the post step reaps whatever provider the run recorded.
+function refusedExtraArg(arg) {
+  if (arg === '--run-id' || arg.startsWith('--run-id=')) {
+    return 'the action sets the run id (the post step deletes that run\'s sandboxes); remove it';
+  }
+  if (arg === '--') return 'the action adds flags after extra-args; remove the --';
+  if (arg === '--sandbox') return 'a bare --sandbox lets the repository\'s config choose the sandbox; set the sandbox input (or --sandbox=NAME)';
+  return '';
+}
+
+// sandboxOf is the provider argv asks for: the last --sandbox=NAME, as for talkops.
+function sandboxOf(argv) {
+  let name = '';
+  for (const arg of argv) {
+    if (arg.startsWith('--sandbox=')) name = arg.slice('--sandbox='.length);
+  }
+  return name;
 }
 
 // environment is talkops's environment: the job's, without the action's inputs (they
@@ -142,7 +169,8 @@ async function main() {
   const command = input('report-from') !== '' ? 'report' : 'run';
   const argv = args(command);
   const bin = await install();
-  if (command === 'run' && input('sandbox') === 'bwrap' && process.platform === 'linux') {
+  const sandbox = sandboxOf(argv);
+  if (command === 'run' && sandbox === 'bwrap' && process.platform === 'linux') {
     const res = await start('bash', [path.join(__dirname, 'bwrap.sh')], { stdio: ['ignore', 'pipe', 'pipe'] });
     if (signalled || res.code !== 0) process.exit(exitCodeOf(res) || 1);
   }
@@ -153,7 +181,7 @@ async function main() {
     argv.push(`--run-id=${runID}`);
     saveState('run_id', runID);
     saveState('bin', bin);
-    saveState('sandbox', input('sandbox') || table.run.pinned.sandbox);
+    saveState('sandbox', sandbox);
   }
   const cwd = path.resolve(process.env.GITHUB_WORKSPACE || process.cwd(), input('working-directory') || '.');
   // stdin is closed: the prompt comes from the inputs, and talkops must never wait on it.

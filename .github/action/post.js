@@ -8,7 +8,11 @@
 //    own teardown, then SIGKILL.
 // 2. It runs `talkops sandbox gc --run-id <id> --older-than=0s`, which deletes the
 //    sandboxes of this run whose talkops process is gone (a SIGKILL after the runner's
-//    cancel window, a crash), and prints what it deleted.
+//    cancel window, a crash), and prints what it deleted. It names no --provider: gc asks
+//    the provider the main step passed (as TALKOPS_SANDBOX_PROVIDER, so the repository's
+//    config cannot swap it) and every provider the run recorded a sandbox with in
+//    talkops's ledger, whichever way the run chose it (the sandbox input, a
+//    --sandbox=NAME in extra-args). Nothing is built for providers the run never used.
 //
 // It never fails the job: a failed sweep is a warning, the verdict is the main step's.
 const { spawnSync } = require('node:child_process');
@@ -69,16 +73,13 @@ function main() {
   } catch (err) {
     warn(`could not stop talkops (pid ${pid}): ${err.message}`);
   }
-  if (sandbox === 'local') {
-    console.log('the local sandbox is the runner itself and creates nothing to delete');
-    return;
-  }
-  const args = ['sandbox', 'gc', `--run-id=${runID}`, '--older-than=0s', `--provider=${sandbox}`];
+  const args = ['sandbox', 'gc', `--run-id=${runID}`, '--older-than=0s'];
   console.log(`talkops ${args.join(' ')}`);
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (!k.startsWith('INPUT_') && !k.startsWith('STATE_')) env[k] = v;
   }
+  if (sandbox !== '') env.TALKOPS_SANDBOX_PROVIDER = sandbox;
   const res = spawnSync(bin, args, { env, stdio: ['ignore', 'inherit', 'inherit'] });
   if (res.error || res.status !== 0) {
     warn(`talkops ${args.join(' ')} failed (${res.error ? res.error.message : `exit ${res.status}`}); list what is left with: talkops sandbox ls --run-id=${runID}`);

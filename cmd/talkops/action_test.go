@@ -10,6 +10,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/talkops/talkops/config"
 	"github.com/talkops/talkops/internal/actiontest"
 )
 
@@ -251,10 +252,14 @@ func TestActionInputsMatchFlags(t *testing.T) {
 	}
 	// main.js and post.js name these commands and flags themselves.
 	for _, cf := range []struct{ command, flag string }{
-		{"run", "--run-id"}, {"sandbox gc", "--run-id"}, {"sandbox gc", "--older-than"}, {"sandbox gc", "--provider"}, {"report", "--from"},
+		{"run", "--run-id"}, {"run", "--sandbox"}, {"sandbox gc", "--run-id"}, {"sandbox gc", "--older-than"}, {"report", "--from"},
 	} {
 		if _, err := lookupFlag(app, cf.command, cf.flag); err != nil {
 			t.Errorf(".github/action/main.js or post.js calls talkops %s %s: %v", cf.command, cf.flag, err)
 		}
+	}
+	// post.js names the run's provider to sandbox gc as the configured one, by this variable.
+	if k, ok := config.Lookup("sandboxes.default"); !ok || !slices.Contains(k.Env, "TALKOPS_SANDBOX_PROVIDER") {
+		t.Errorf(".github/action/post.js sets TALKOPS_SANDBOX_PROVIDER, which is not sandboxes.default's variable (%v)", k.Env)
 	}
 }

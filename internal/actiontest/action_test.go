@@ -1,6 +1,7 @@
 package actiontest_test
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,10 +48,11 @@ func TestActionUnderAct(t *testing.T) {
 			wantOutcome: "success",
 			wantRecord:  map[string]string{"VERDICT": "pass", "SCORE": "1", "EXIT_CODE": "0"},
 			wantLog: []string{
-				"Verified sha256",                        // install.sh checked the download
-				"Summary - ### ✅ talkops · act",          // the step summary
-				"talkops exited with code 0",             // main.js
-				"the local sandbox is the runner itself", // post.js, sandbox local
+				"Verified sha256",                 // install.sh checked the download
+				"Summary - ### ✅ talkops · act",   // the step summary
+				"talkops exited with code 0",      // main.js
+				"talkops sandbox gc --run-id=gh-", // post.js sweeps the run
+				"0 deleted, 0 failed",             // a finished run leaves nothing
 			},
 		},
 		{
@@ -176,7 +178,7 @@ func TestActionPostReapsOnlyItsRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		"talkops was killed by SIGKILL",
-		"talkops sandbox gc --run-id=" + mine.RunID + " --older-than=0s --provider=bwrap",
+		"talkops sandbox gc --run-id=" + mine.RunID + " --older-than=0s\n",
 		"1 deleted, 0 failed",
 	} {
 		if !strings.Contains(run.log, want) {
@@ -190,6 +192,108 @@ func TestActionPostReapsOnlyItsRun(t *testing.T) {
 		if got := j.sandboxes(t, id); len(got) != 1 {
 			t.Errorf("the post step touched run %s's sandbox: %+v", id, got)
 		}
+	}
+}
+
+// TestActionPostReapsExtraArgsSandbox: the sandbox input is left at its default (local)
+// and extra-args asks for --sandbox=bwrap, which overrides it for the run. talkops is
+// SIGKILLed mid-run; the post step must still delete the bwrap sandbox the run left.
+func TestActionPostReapsExtraArgsSandbox(t *testing.T) {
+	t.Parallel()
+	needBwrap(t)
+	j := newActJob(t, map[string]string{"README.md": "a project\n", "rubric.toml": slowRubric},
+		map[string]string{"rubric": "rubric.toml", "report-dir": "out", "extra-args": "--sandbox=bwrap"})
+	delete(j.env, "TALKOPS_TEST_SANDBOX") // the input's default
+	cmd, log := j.start(t)
+	mine := j.waitSandbox(t, "gh-")
+	if err := syscall.Kill(mine.OwnerPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	run := j.wait(t, cmd, log)
+	if run.record["OUTCOME"] != "failure" || run.record["EXIT_CODE"] != "137" {
+		t.Errorf("step outcome %q exit-code %q, want failure and 137 (SIGKILL)\n%s", run.record["OUTCOME"], run.record["EXIT_CODE"], run.log)
+	}
+	for _, want := range []string{
+		"talkops was killed by SIGKILL",
+		"talkops sandbox gc --run-id=" + mine.RunID + " --older-than=0s\n",
+		"1 deleted, 0 failed",
+	} {
+		if !strings.Contains(run.log, want) {
+			t.Errorf("act's log does not contain %q:\n%s", want, run.log)
+		}
+	}
+	if left := j.sandboxes(t, mine.RunID); len(left) != 0 {
+		t.Errorf("the run's bwrap sandbox is still there after the post step: %+v\n%s", left, run.log)
+	}
+}
+
+// TestActionRefusesExtraArgs: extra-args cannot set the run id the post step reaps by, end
+// the flags before the action's own, or let the repository's config pick the sandbox
+// (a bare --sandbox). main.js stops with a usage error naming the line before it
+// installs or runs anything.
+func TestActionRefusesExtraArgs(t *testing.T) {
+	t.Parallel()
+	node := need(t, "node", "apt-get install nodejs")
+	for _, tc := range []struct{ extra, want string }{
+		{"--run-id=mine", "extra-args: --run-id=mine: the action sets the run id"},
+		{"--log-level=debug\n--run-id\nmine", "extra-args: --run-id: the action sets the run id"},
+		{"--", "extra-args: --: the action adds flags after extra-args"},
+		{"--sandbox", "extra-args: --sandbox: a bare --sandbox lets the repository's config choose the sandbox; set the sandbox input"},
+	} {
+		t.Run(tc.extra, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			state := filepath.Join(dir, "state")
+			main := exec.Command(node, filepath.Join(repoRoot(t), ".github", "action", "main.js"))
+			main.Env = append(os.Environ(), "INPUT_EXTRA-ARGS="+tc.extra, "INPUT_VERSION=v0.0.0-none", "TALKOPS_RELEASE_URL=http://127.0.0.1:1",
+				"GITHUB_STATE="+state, "GITHUB_OUTPUT="+filepath.Join(dir, "output"))
+			out, err := main.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("main.js: %v, want exit 2\n%s", err, out)
+			}
+			if want := "::error title=talkops::" + tc.want; !strings.Contains(string(out), want) {
+				t.Errorf("main.js output does not contain %q:\n%s", want, out)
+			}
+			if _, err := os.Stat(state); !os.IsNotExist(err) {
+				t.Errorf("main.js saved step state (%v): it must stop before the run starts", err)
+			}
+		})
+	}
+}
+
+// TestPostReapsTheProviderTheRunRecorded runs post.js on its own after a run that used
+// another provider than the state names (bwrap, while the step state says local): however
+// the run came to its provider, the post step reaps by the run's ledger entries.
+func TestPostReapsTheProviderTheRunRecorded(t *testing.T) {
+	t.Parallel()
+	needBwrap(t)
+	node := need(t, "node", "apt-get install nodejs")
+	j := newActJob(t, map[string]string{"README.md": "a project\n", "rubric.toml": slowRubric}, nil)
+	_, bin := release(t)
+	talkops := talkopsCmd(bin, j, "run", "--sandbox=bwrap", "--rubric=rubric.toml", "--run-id=recorded", "--report-dir=out")
+	if err := talkops.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = talkops.Process.Kill() })
+	j.waitSandbox(t, "recorded")
+	if err := talkops.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = talkops.Wait()
+
+	post := exec.Command(node, filepath.Join(repoRoot(t), ".github", "action", "post.js"))
+	post.Env = append(os.Environ(), "XDG_STATE_HOME="+j.state, "STATE_run_id=recorded", "STATE_bin="+bin,
+		"STATE_sandbox=local", "STATE_pid="+strconv.Itoa(talkops.Process.Pid))
+	out, err := post.CombinedOutput()
+	if err != nil {
+		t.Fatalf("post.js: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "1 deleted, 0 failed") {
+		t.Errorf("post.js did not delete the run's sandbox:\n%s", out)
+	}
+	if left := j.sandboxes(t, "recorded"); len(left) != 0 {
+		t.Errorf("sandbox left: %+v\n%s", left, out)
 	}
 }
 
