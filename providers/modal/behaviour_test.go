@@ -612,7 +612,9 @@ func TestCreateCutShort(t *testing.T) {
 	t.Run("Cancelled", func(t *testing.T) {
 		srv := newServer(t)
 		p := newProvider(t, srv, nil)
-		cutShort(t, srv, p, "run-cancelled")
+		if err := cutShort(t, srv, p, "run-cancelled"); strings.Contains(err.Error(), "gc finds it") {
+			t.Errorf("Create error = %v; want the sandbox terminated, not left to gc", err)
+		}
 		if l := srv.Ledger(); l.Created != 1 || l.Deleted != 1 || len(l.Alive) != 0 {
 			t.Errorf("ledger after the cancelled create: %+v; want the one sandbox made and terminated", l)
 		}

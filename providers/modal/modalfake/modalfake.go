@@ -335,19 +335,6 @@ func (s *Server) terminate(id string) bool {
 	return ok
 }
 
-func (s *Server) get(id string) (*box, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.boxes.Get(id)
-	if !ok {
-		if s.finished[id] {
-			return nil, status.Errorf(codes.FailedPrecondition, "Sandbox %s has already finished", id)
-		}
-		return nil, status.Errorf(codes.NotFound, "Sandbox %s not found", id)
-	}
-	return b, nil
-}
-
 func (s *Server) boxByTask(taskID string) (*box, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
