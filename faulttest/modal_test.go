@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -91,5 +94,85 @@ func (g *grpcFake) clear() {
 	g.release()
 	for _, rpc := range g.rpcs {
 		g.srv.Faults.Clear(rpc)
+	}
+}
+
+// TestModalCreateCutShort runs the real binary against the Modal fake and signals it
+// while SandboxCreate is in flight, after the server made the sandbox (Modal finishes a
+// create whose client gave up; the matrix's provision rows hold the create before the
+// server acts). SIGTERM and SIGINT: the run finds the sandbox by its name and terminates
+// it before it exits. SIGKILL: nothing can run and the local ledger never learned the
+// id, but the sandbox was tagged with the create, so `talkops sandbox gc` finds it by
+// its run id (and keeps it until its expiry, when Modal's timeout_secs ends it too:
+// its owner cannot be checked).
+func TestModalCreateCutShort(t *testing.T) {
+	talkopsBin(t)
+	for _, fault := range []string{fSIGTERM, fSIGINT, fSIGKILL} {
+		sig := map[string]syscall.Signal{fSIGTERM: syscall.SIGTERM, fSIGINT: syscall.SIGINT, fSIGKILL: syscall.SIGKILL}[fault]
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			marker := newMarker()
+			tg := newTarget(t, pModal, root, "")
+			srv := tg.grpc.srv
+			dir := filepath.Join(root, "project")
+			files := map[string]string{
+				"README.md": "# cut short\n",
+				"r.toml":    "name = \"cut\"\n[[check]]\nid = \"c1\"\nrun = \"true\"\n",
+			}
+			for k, v := range tg.files {
+				files[k] = v
+			}
+			writeFiles(t, dir, files)
+			for _, d := range []string{filepath.Join(dir, ".git"), filepath.Join(root, "home"), filepath.Join(root, "tmp")} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := hermeticEnv(root, marker)
+			for k, v := range tg.env {
+				env[k] = v
+			}
+			held := srv.Faults.HoldAfterAct("SandboxCreate")
+			t.Cleanup(held.Release)
+			p := startTalkops(t, dir, env, "--sandbox", pModal, "--rubric", "r.toml", "--output-format", "stream-json",
+				"--report-dir", filepath.Join(root, "report"), "--timeout", "60s")
+			if !arrived(p, held.Arrived(), 60*time.Second) {
+				t.Fatalf("SandboxCreate never reached the fake\nstderr:\n%s", tail(p.stderr.String()))
+			}
+			if l := srv.Ledger(); l.Created != 1 || len(l.Alive) != 1 {
+				t.Fatalf("ledger while the create is held: %+v; want the sandbox made", l)
+			}
+			_ = p.signal(sig)
+			code, exited := p.wait(30 * time.Second)
+			if !exited {
+				t.Fatalf("talkops did not exit within 30s of %s", sig)
+			}
+			if want := signalWant(fault); code != want {
+				t.Errorf("exit %d, want %d\nstderr:\n%s", code, want, tail(p.stderr.String()))
+			}
+			alive := srv.Ledger().Alive
+			if sig != syscall.SIGKILL {
+				if len(alive) != 0 {
+					t.Fatalf("after %s during the create, sandboxes %v are still running\nstderr:\n%s", fault, alive, tail(p.stderr.String()))
+				}
+				return
+			}
+			if len(alive) != 1 {
+				t.Fatalf("after SIGKILL the fake holds %v; want the one sandbox the create made", alive)
+			}
+			held.Release()
+			runID := p.runID()
+			if runID == "" {
+				t.Fatal("no run.started event: the run id is unknown")
+			}
+			gcCode, gcOut, gcErr := runGC(t, pModal, dir, env, "sandbox", "gc", "--dry-run", "--older-than", "0s", "--provider", pModal, "--run-id", runID)
+			if gcCode != 0 || !strings.Contains(gcOut, alive[0]) || !strings.Contains(gcOut, runID) {
+				t.Errorf("talkops sandbox gc (exit %d) does not list sandbox %s of run %s:\n%s%s", gcCode, alive[0], runID, gcOut, gcErr)
+			}
+			if sb, ok := srv.Sandbox(alive[0]); !ok || sb.TimeoutSecs == 0 {
+				t.Errorf("sandbox %+v: want a timeout_secs backstop", sb)
+			}
+		})
 	}
 }

@@ -258,12 +258,23 @@ func TestFaults(t *testing.T) {
 			WantCall: map[string]int{"SandboxCreate": 1, "SandboxTerminate": 1},
 		},
 		{
-			Name: "TagsFail",
+			// Every answer to the create is lost, though the first attempt made the
+			// sandbox: the client gives up, finds the sandbox by its name and terminates it.
+			Name: "CreateAnswerAlwaysLost",
 			Setup: func(s *modalfake.Server) {
-				s.Faults.InjectAll("SandboxTagsSet", modalfake.Fault{Code: codes.InvalidArgument, Message: "bad tag"})
+				s.Faults.InjectAll("SandboxCreate", modalfake.Fault{Code: codes.Unavailable, AfterAct: true})
 			},
-			WantErr:  "INVALID_ARGUMENT: bad tag",
-			WantCall: map[string]int{"SandboxCreate": 1, "SandboxTerminate": 1},
+			WantErr:  "UNAVAILABLE: connection reset after the call was served [gave up after 4 attempts]",
+			WantCall: map[string]int{"SandboxCreate": 4, "SandboxGetFromName": 1, "SandboxTerminate": 1},
+		},
+		{
+			// A create the server refused made nothing: there is nothing to look for.
+			Name: "CreateRefused",
+			Setup: func(s *modalfake.Server) {
+				s.Faults.InjectAll("SandboxCreate", modalfake.Fault{Code: codes.InvalidArgument, Message: "bad definition"})
+			},
+			WantErr:  "INVALID_ARGUMENT: bad definition",
+			WantCall: map[string]int{"SandboxCreate": 1, "SandboxGetFromName": 0, "SandboxTerminate": 0},
 		},
 		{
 			Name: "NoTaskAndTerminateFails",
@@ -565,4 +576,84 @@ func TestFailedExecStopsItsOutputStreams(t *testing.T) {
 	if got.busyAtReturn {
 		t.Error("Exec returned while its output stream was still writing to cmd.Stdout")
 	}
+}
+
+// TestCreateCutShort: the server makes a sandbox even when the caller of SandboxCreate
+// gives up while the call is in flight (a cancelled run, a deadline). Create finds it by
+// the name it sent and terminates it; when it cannot, the sandbox carries its tags
+// from the start, so List (what gc uses) finds it.
+func TestCreateCutShort(t *testing.T) {
+	cutShort := func(t *testing.T, srv *modalfake.Server, p *modal.Provider, runID string) error {
+		t.Helper()
+		held := srv.Faults.HoldAfterAct("SandboxCreate")
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := p.Create(ctx, spec(runID))
+			errc <- err
+		}()
+		select {
+		case <-held.Arrived():
+		case err := <-errc:
+			t.Fatalf("Create returned before the create was held: %v", err)
+		}
+		if l := srv.Ledger(); len(l.Alive) != 1 {
+			t.Fatalf("ledger before the cancel: %+v; want the sandbox made", l)
+		}
+		cancel()
+		err := <-errc
+		if err == nil || !strings.Contains(err.Error(), "CANCELED") {
+			t.Fatalf("Create cancelled mid-call = %v; want a CANCELED error", err)
+		}
+		return err
+	}
+
+	t.Run("Cancelled", func(t *testing.T) {
+		srv := newServer(t)
+		p := newProvider(t, srv, nil)
+		if err := cutShort(t, srv, p, "run-cancelled"); strings.Contains(err.Error(), "gc finds it") {
+			t.Errorf("Create error = %v; want the sandbox terminated, not left to gc", err)
+		}
+		if l := srv.Ledger(); l.Created != 1 || l.Deleted != 1 || len(l.Alive) != 0 {
+			t.Errorf("ledger after the cancelled create: %+v; want the one sandbox made and terminated", l)
+		}
+		if n := srv.Count("SandboxGetFromName"); n != 1 {
+			t.Errorf("SandboxGetFromName calls = %d, want 1", n)
+		}
+	})
+
+	t.Run("Deadline", func(t *testing.T) {
+		srv := newServer(t)
+		p := newProvider(t, srv, nil)
+		srv.Faults.InjectAll("SandboxCreate", modalfake.Fault{AfterAct: true, Hang: true})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if _, err := p.Create(ctx, spec("run-deadline")); err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
+			t.Fatalf("Create past its deadline = %v; want a deadline exceeded error", err)
+		}
+		if l := srv.Ledger(); l.Created != 1 || l.Deleted != 1 || len(l.Alive) != 0 {
+			t.Errorf("ledger after the create past its deadline: %+v; want the one sandbox made and terminated", l)
+		}
+	})
+
+	t.Run("LookupFailsGCFindsIt", func(t *testing.T) {
+		srv := newServer(t)
+		p := newProvider(t, srv, nil)
+		srv.Faults.InjectAll("SandboxGetFromName", modalfake.Fault{Code: codes.Unavailable, Message: "control plane down"})
+		err := cutShort(t, srv, p, "run-lost")
+		if !strings.Contains(err.Error(), "talkops sandbox gc finds it by its tags") {
+			t.Errorf("Create error = %v; want it to say gc finds the sandbox", err)
+		}
+		infos, err := p.List(t.Context())
+		if err != nil || len(infos) != 1 || infos[0].RunID != "run-lost" {
+			t.Fatalf("List = %+v, %v; want the sandbox of run-lost, tagged at creation", infos, err)
+		}
+		if err := p.Delete(t.Context(), infos[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if l := srv.Ledger(); len(l.Alive) != 0 {
+			t.Errorf("ledger after Delete: %+v", l)
+		}
+	})
 }

@@ -9,8 +9,10 @@
 //	AppGetOrCreate                        the app sandboxes belong to ("talkops")
 //	ImageGetOrCreate, ImageJoinStreaming  a registry image (FROM <image>); an im-… id is used as is
 //	SecretGetOrCreate (EPHEMERAL)         Spec.Env, so it never travels as command text
-//	SandboxCreate                         timeout_secs (the TTL backstop), workdir, name
-//	SandboxTagsSet                        talkops.run-id, talkops.expires-at, talkops.created-by
+//	SandboxCreate                         timeout_secs (the TTL backstop), workdir, a name unique
+//	                                      to the create, and the tags talkops.run-id,
+//	                                      talkops.expires-at, talkops.created-by
+//	SandboxGetFromName                    the sandbox a failed or cut-short create made after all
 //	SandboxGetTaskId                      readiness poll, Attach
 //	TaskGetCommandRouterAccess            the router URL and its JWT (refreshed before expiry)
 //	TaskExecStart, TaskExecStdioRead,     Exec through the router: start, stdout and stderr
@@ -206,9 +208,10 @@ func (p *Provider) fetchAuthToken(ctx context.Context) (string, error) {
 }
 
 // Create provisions a sandbox: the app, the image, a secret for Spec.Env, the sandbox
-// with its lifetime and working directory, its tags; then it waits for the sandbox's
-// task and creates the working directory. Spec.Snapshot is an image id (im-…) or a
-// registry image; empty uses Options.Image. A sandbox that fails to start is terminated.
+// with its lifetime, working directory and tags; then it waits for the sandbox's task
+// and creates the working directory. Spec.Snapshot is an image id (im-…) or a registry
+// image; empty uses Options.Image. A sandbox that fails to start is terminated, and so
+// is one a failed or cancelled SandboxCreate made after all (see terminateLate).
 func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.Sandbox, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("modal: create: %w", err)
@@ -238,9 +241,23 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		}
 		def.SecretIds = []string{sec.GetSecretId()}
 	}
-	created, err := p.api.SandboxCreate(ctx, &pb.SandboxCreateRequest{AppId: app.GetAppId(), Definition: def})
+	// The tags travel with the create, so a sandbox is never untagged: one the server
+	// makes after talkops gave up on the call is still found by gc.
+	var tags []*pb.SandboxTag
+	for _, k := range slices.Sorted(maps.Keys(spec.Labels)) {
+		tags = append(tags, &pb.SandboxTag{TagName: k, TagValue: spec.Labels[k]})
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("modal: create: %w", err)
+	}
+	created, err := p.api.SandboxCreate(ctx, &pb.SandboxCreateRequest{AppId: app.GetAppId(), Definition: def, Tags: tags})
 	if err != nil {
-		return nil, fmt.Errorf("modal: create sandbox %s: %w", def.GetName(), describe(err))
+		err = fmt.Errorf("modal: create sandbox %s: %w", def.GetName(), describe(err))
+		if ctx.Err() != nil || retryable(err) {
+			// The outcome is unknown: the server may have made the sandbox anyway.
+			err = errors.Join(err, p.terminateLate(ctx, def.GetName()))
+		}
+		return nil, err
 	}
 	id := created.GetSandboxId()
 	if id == "" {
@@ -248,15 +265,6 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	}
 	undo := func(cause error) error {
 		return remote.Undo(ctx, cause, func(c context.Context) error { return p.Delete(c, id) })
-	}
-	var tags []*pb.SandboxTag
-	for _, k := range slices.Sorted(maps.Keys(spec.Labels)) {
-		tags = append(tags, &pb.SandboxTag{TagName: k, TagValue: spec.Labels[k]})
-	}
-	if len(tags) > 0 {
-		if _, err := p.api.SandboxTagsSet(ctx, &pb.SandboxTagsSetRequest{EnvironmentName: p.opts.Environment, SandboxId: id, Tags: tags}); err != nil {
-			return nil, undo(fmt.Errorf("modal: tag sandbox %s: %w", id, describe(err)))
-		}
 	}
 	taskID, err := p.waitTask(ctx, id)
 	if err != nil {
@@ -271,6 +279,50 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, undo(fmt.Errorf("modal: sandbox %s: create working directory %s: %w", id, workDir, err))
 	}
 	return s, nil
+}
+
+// Bounds of the search for a sandbox a failed create made after all.
+const (
+	// lateCreateWindow bounds the whole search. It runs after ctx may have ended, so it
+	// is short: gc finds what it misses, by the tags sent with the create.
+	lateCreateWindow = 3 * time.Second
+	// lateCreatePoll is the pause between lookups; lateLookupTimeout bounds one.
+	lateCreatePoll    = 200 * time.Millisecond
+	lateLookupTimeout = time.Second
+)
+
+// terminateLate terminates the sandbox called name when a SandboxCreate that failed or
+// was cut short (a cancelled run, a deadline, a broken connection) made it after all.
+// The server goes on with a create whose client gave up, so the sandbox can appear a
+// moment later: its name, unique to this create, is looked up until lateCreateWindow
+// passes. Not finding it is the common case and not an error.
+func (p *Provider) terminateLate(ctx context.Context, name string) error {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lateCreateWindow)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(lctx, lateLookupTimeout)
+		resp, err := p.api.SandboxGetFromName(actx, &pb.SandboxGetFromNameRequest{SandboxName: name,
+			AppName: p.opts.AppName, EnvironmentName: p.opts.Environment})
+		acancel()
+		switch {
+		case err == nil && resp.GetSandboxId() != "":
+			id := resp.GetSandboxId()
+			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), remote.CleanupTimeout)
+			err := p.Delete(dctx, id)
+			dcancel()
+			if err != nil {
+				return fmt.Errorf("modal: sandbox %s (%s) was made by the failed create, and terminating it failed (talkops sandbox gc finds it by its tags): %w", id, name, err)
+			}
+			return nil
+		case lctx.Err() != nil:
+			return nil
+		case err != nil && status.Code(err) != codes.NotFound && status.Code(err) != codes.DeadlineExceeded:
+			return fmt.Errorf("modal: look for sandbox %s after the failed create (talkops sandbox gc finds it by its tags): %w", name, describe(err))
+		}
+		if backoff.Sleep(lctx, lateCreatePoll) != nil {
+			return nil
+		}
+	}
 }
 
 // image returns the id of ref: an image id as is, else the image built FROM ref,

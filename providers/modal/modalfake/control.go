@@ -145,6 +145,13 @@ func (c *control) SandboxCreate(ctx context.Context, req *pb.SandboxCreateReques
 	if def.Workdir != nil && !strings.HasPrefix(def.GetWorkdir(), "/") {
 		return nil, status.Errorf(codes.InvalidArgument, "workdir %q must be an absolute path", def.GetWorkdir())
 	}
+	tags := map[string]string{}
+	for _, t := range req.GetTags() {
+		if t.GetTagName() == "" {
+			return nil, status.Error(codes.InvalidArgument, "tag_name must not be empty")
+		}
+		tags[t.GetTagName()] = t.GetTagValue()
+	}
 	if def.GetTimeoutSecs() > 24*3600 {
 		return nil, status.Error(codes.InvalidArgument, "timeout_secs must be at most 86400")
 	}
@@ -175,7 +182,7 @@ func (c *control) SandboxCreate(ctx context.Context, req *pb.SandboxCreateReques
 		timeout = 300
 	}
 	b := &box{id: newID("sb-"), name: def.GetName(), appID: req.GetAppId(), imageID: def.GetImageId(), taskID: newID("ta-"),
-		workdir: def.GetWorkdir(), secretIDs: def.GetSecretIds(), tags: map[string]string{}, timeoutSecs: timeout,
+		workdir: def.GetWorkdir(), secretIDs: def.GetSecretIds(), tags: tags, timeoutSecs: timeout,
 		created: time.Now(), home: homeDir(), procs: &fakekit.Procs{}, execs: map[string]*execution{}}
 	if b.workdir == "" {
 		b.workdir = "/"
@@ -204,23 +211,23 @@ func (s *Server) envOf(appID string) string {
 	return ""
 }
 
-func (c *control) SandboxTagsSet(ctx context.Context, req *pb.SandboxTagsSetRequest) (*pb.SandboxTagsSetResponse, error) {
+func (c *control) SandboxGetFromName(ctx context.Context, req *pb.SandboxGetFromNameRequest) (*pb.SandboxGetFromNameResponse, error) {
 	if err := c.s.checkClient(ctx, ""); err != nil {
 		return nil, err
 	}
-	b, err := c.s.get(req.GetSandboxId())
-	if err != nil {
-		return nil, err
+	if req.GetSandboxName() == "" || req.GetAppName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "sandbox_name and app_name are required")
 	}
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	for _, t := range req.GetTags() {
-		if t.GetTagName() == "" {
-			return nil, status.Error(codes.InvalidArgument, "tag_name must not be empty")
+	if appID, ok := c.s.apps[req.GetEnvironmentName()+"/"+req.GetAppName()]; ok {
+		for _, b := range c.s.boxes.Live() {
+			if b.appID == appID && b.name == req.GetSandboxName() {
+				return &pb.SandboxGetFromNameResponse{SandboxId: b.id}, nil
+			}
 		}
-		b.tags[t.GetTagName()] = t.GetTagValue()
 	}
-	return &pb.SandboxTagsSetResponse{}, nil
+	return nil, status.Errorf(codes.NotFound, "Sandbox with name %q not found in App %q", req.GetSandboxName(), req.GetAppName())
 }
 
 //nolint:revive // the name is the Modal service's rpc SandboxGetTaskId, dictated by the generated gRPC server interface

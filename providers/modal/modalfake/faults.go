@@ -20,7 +20,8 @@ type Fault struct {
 	// AfterAct serves the call and then answers with the fault: the connection
 	// dropped after the server acted.
 	AfterAct bool
-	// Hang never answers: the call blocks until the client gives up.
+	// Hang never answers: the call blocks until the client gives up. With AfterAct the
+	// call is served first: the server carries out a call its client gave up on.
 	Hang bool
 	// Stall, for a server stream, sends what there is and then goes quiet without
 	// ending, until the client gives up.
@@ -81,13 +82,20 @@ func (fs *Faults) InjectMatching(method, substr string, times int, f Fault) {
 
 // Hold makes the next call of method wait until the Held is released (or the client
 // gives up; a call whose client gave up is not served).
-func (fs *Faults) Hold(method string) *Held {
+func (fs *Faults) Hold(method string) *Held { return fs.hold(method, false) }
+
+// HoldAfterAct serves the next call of method (a unary one) and then holds its answer until the Held
+// is released or the client gives up: a slow reply to a call the server carried out
+// either way. Arrived is closed once the call was served.
+func (fs *Faults) HoldAfterAct(method string) *Held { return fs.hold(method, true) }
+
+func (fs *Faults) hold(method string, afterAct bool) *Held {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.holds == nil {
 		fs.holds = map[string]*Held{}
 	}
-	h := &Held{arrived: make(chan struct{}), release: make(chan struct{})}
+	h := &Held{arrived: make(chan struct{}), release: make(chan struct{}), afterAct: afterAct}
 	fs.holds[method] = h
 	return h
 }
@@ -138,6 +146,7 @@ func (fs *Faults) hit(method, body string) (Fault, bool, *Held) {
 
 // Held is a call held in flight.
 type Held struct {
+	afterAct bool
 	arrived  chan struct{}
 	release  chan struct{}
 	announce sync.Once
@@ -170,11 +179,22 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	method := shortName(info.FullMethod)
 	s.record(ctx, method)
 	f, faulty, held := s.Faults.hit(method, textOf(req))
+	if held != nil && held.afterAct {
+		resp, err := handler(ctx, req)
+		if !held.wait(ctx) {
+			return nil, status.Error(codes.Canceled, "the client gave up while the answer was held")
+		}
+		return resp, err
+	}
 	if held != nil && !held.wait(ctx) {
 		return nil, status.Error(codes.Canceled, "the client gave up while the call was held")
 	}
 	if faulty {
 		switch {
+		case f.Hang && f.AfterAct:
+			_, _ = handler(ctx, req)
+			<-ctx.Done()
+			return nil, status.FromContextError(ctx.Err()).Err()
 		case f.Hang:
 			<-ctx.Done()
 			return nil, status.FromContextError(ctx.Err()).Err()

@@ -6,8 +6,10 @@
 //
 // Covered, exactly the RPCs the modal provider calls: AuthTokenGet, AppGetOrCreate,
 // ImageGetOrCreate and ImageJoinStreaming, SecretGetOrCreate (EPHEMERAL), SandboxCreate
-// (name unique per app; the x-idempotency-key makes a retried create return the first
-// sandbox), SandboxTagsSet, SandboxGetTaskId, TaskGetCommandRouterAccess (the router
+// (name unique per app among running sandboxes, ALREADY_EXISTS on a duplicate; tags set
+// with the sandbox; the x-idempotency-key makes a retried create return the first
+// sandbox), SandboxGetFromName (a running sandbox by app name, environment and name;
+// NOT_FOUND otherwise), SandboxGetTaskId, TaskGetCommandRouterAccess (the router
 // URL is the fake's own), SandboxTerminate, SandboxList (environment, app and tag
 // filters, include_finished, before_timestamp paging), ContainerFilesystemExec and
 // ContainerFilesystemExecGetOutput (open "rb"/"wb", read, write, flush, close; ENOENT
@@ -24,10 +26,11 @@
 // fake does not jail paths. Terminate kills every process of the sandbox; a sandbox's
 // timeout_secs terminates it too (the TTL backstop).
 //
-// Faults: Faults injects a status code, a hang, a drop after the call was served or a
-// stalled stream into any RPC by name, and holds calls in flight; TaskAfter and
-// TaskDelay make SandboxGetTaskId slow, BuildAfter makes an image build take several
-// join streams, ImageFailure fails it.
+// Faults: Faults injects a status code, a hang, a drop or a hang after the call was
+// served, or a stalled stream into any RPC by name, and holds calls in flight, before the
+// server acts or after it (a create the client gave up on still makes its sandbox);
+// TaskAfter and TaskDelay make SandboxGetTaskId slow, BuildAfter makes an image build
+// take several join streams, ImageFailure fails it.
 //
 // What a first live run against Modal must confirm: that the server accepts our client
 // type and version metadata; that SandboxGetTaskId answers with a task id once the
@@ -35,8 +38,11 @@
 // reports for a command killed at timeout_secs; whether TaskExecPoll answers NOT_FOUND
 // for an exec id it never saw (the client relies on it before re-sending a start);
 // whether TaskExecStdioRead ends at EOF once the command exits; the chunking of
-// file_write_request data the server accepts; and that an EPHEMERAL secret outlives
-// the sandbox's creation without a heartbeat.
+// file_write_request data the server accepts; that an EPHEMERAL secret outlives
+// the sandbox's creation without a heartbeat; that SandboxList's tag filter finds a
+// sandbox by the tags sent with SandboxCreate; and that SandboxGetFromName finds a
+// sandbox of an app made by AppGetOrCreate (Modal's clients document it for deployed
+// apps).
 package modalfake
 
 import (
@@ -327,19 +333,6 @@ func (s *Server) terminate(id string) bool {
 		os.RemoveAll(b.home)
 	}
 	return ok
-}
-
-func (s *Server) get(id string) (*box, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.boxes.Get(id)
-	if !ok {
-		if s.finished[id] {
-			return nil, status.Errorf(codes.FailedPrecondition, "Sandbox %s has already finished", id)
-		}
-		return nil, status.Errorf(codes.NotFound, "Sandbox %s not found", id)
-	}
-	return b, nil
 }
 
 func (s *Server) boxByTask(taskID string) (*box, error) {

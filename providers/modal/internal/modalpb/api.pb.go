@@ -897,10 +897,13 @@ func (x *Sandbox) GetName() string {
 	return ""
 }
 
+// tags are set with the sandbox, in the same call: a sandbox the server creates after
+// the client gave up on the call is still found by its tags.
 type SandboxCreateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
 	Definition    *Sandbox               `protobuf:"bytes,2,opt,name=definition,proto3" json:"definition,omitempty"`
+	Tags          []*SandboxTag          `protobuf:"bytes,4,rep,name=tags,proto3" json:"tags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -945,6 +948,13 @@ func (x *SandboxCreateRequest) GetAppId() string {
 func (x *SandboxCreateRequest) GetDefinition() *Sandbox {
 	if x != nil {
 		return x.Definition
+	}
+	return nil
+}
+
+func (x *SandboxCreateRequest) GetTags() []*SandboxTag {
+	if x != nil {
+		return x.Tags
 	}
 	return nil
 }
@@ -1045,29 +1055,31 @@ func (x *SandboxTag) GetTagValue() string {
 	return ""
 }
 
-type SandboxTagsSetRequest struct {
+// SandboxGetFromName finds a running sandbox by the name it was created with, unique
+// within its app.
+type SandboxGetFromNameRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
-	EnvironmentName string                 `protobuf:"bytes,1,opt,name=environment_name,json=environmentName,proto3" json:"environment_name,omitempty"`
-	SandboxId       string                 `protobuf:"bytes,2,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
-	Tags            []*SandboxTag          `protobuf:"bytes,3,rep,name=tags,proto3" json:"tags,omitempty"`
+	SandboxName     string                 `protobuf:"bytes,1,opt,name=sandbox_name,json=sandboxName,proto3" json:"sandbox_name,omitempty"`
+	EnvironmentName string                 `protobuf:"bytes,2,opt,name=environment_name,json=environmentName,proto3" json:"environment_name,omitempty"`
+	AppName         string                 `protobuf:"bytes,3,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
-func (x *SandboxTagsSetRequest) Reset() {
-	*x = SandboxTagsSetRequest{}
+func (x *SandboxGetFromNameRequest) Reset() {
+	*x = SandboxGetFromNameRequest{}
 	mi := &file_api_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *SandboxTagsSetRequest) String() string {
+func (x *SandboxGetFromNameRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*SandboxTagsSetRequest) ProtoMessage() {}
+func (*SandboxGetFromNameRequest) ProtoMessage() {}
 
-func (x *SandboxTagsSetRequest) ProtoReflect() protoreflect.Message {
+func (x *SandboxGetFromNameRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_api_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1079,54 +1091,53 @@ func (x *SandboxTagsSetRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use SandboxTagsSetRequest.ProtoReflect.Descriptor instead.
-func (*SandboxTagsSetRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use SandboxGetFromNameRequest.ProtoReflect.Descriptor instead.
+func (*SandboxGetFromNameRequest) Descriptor() ([]byte, []int) {
 	return file_api_proto_rawDescGZIP(), []int{16}
 }
 
-func (x *SandboxTagsSetRequest) GetEnvironmentName() string {
+func (x *SandboxGetFromNameRequest) GetSandboxName() string {
+	if x != nil {
+		return x.SandboxName
+	}
+	return ""
+}
+
+func (x *SandboxGetFromNameRequest) GetEnvironmentName() string {
 	if x != nil {
 		return x.EnvironmentName
 	}
 	return ""
 }
 
-func (x *SandboxTagsSetRequest) GetSandboxId() string {
+func (x *SandboxGetFromNameRequest) GetAppName() string {
 	if x != nil {
-		return x.SandboxId
+		return x.AppName
 	}
 	return ""
 }
 
-func (x *SandboxTagsSetRequest) GetTags() []*SandboxTag {
-	if x != nil {
-		return x.Tags
-	}
-	return nil
-}
-
-// Modal declares google.protobuf.Empty as the answer; an empty message is the same on
-// the wire, and declaring it here keeps protoc's well-known includes out of the build.
-type SandboxTagsSetResponse struct {
+type SandboxGetFromNameResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	SandboxId     string                 `protobuf:"bytes,1,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *SandboxTagsSetResponse) Reset() {
-	*x = SandboxTagsSetResponse{}
+func (x *SandboxGetFromNameResponse) Reset() {
+	*x = SandboxGetFromNameResponse{}
 	mi := &file_api_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *SandboxTagsSetResponse) String() string {
+func (x *SandboxGetFromNameResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*SandboxTagsSetResponse) ProtoMessage() {}
+func (*SandboxGetFromNameResponse) ProtoMessage() {}
 
-func (x *SandboxTagsSetResponse) ProtoReflect() protoreflect.Message {
+func (x *SandboxGetFromNameResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_api_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1138,9 +1149,16 @@ func (x *SandboxTagsSetResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use SandboxTagsSetResponse.ProtoReflect.Descriptor instead.
-func (*SandboxTagsSetResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use SandboxGetFromNameResponse.ProtoReflect.Descriptor instead.
+func (*SandboxGetFromNameResponse) Descriptor() ([]byte, []int) {
 	return file_api_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SandboxGetFromNameResponse) GetSandboxId() string {
+	if x != nil {
+		return x.SandboxId
+	}
+	return ""
 }
 
 type SandboxGetTaskIdRequest struct {
@@ -2385,25 +2403,27 @@ const file_api_proto_rawDesc = "" +
 	"\x04name\x18\x1e \x01(\tH\x01R\x04name\x88\x01\x01B\n" +
 	"\n" +
 	"\b_workdirB\a\n" +
-	"\x05_name\"d\n" +
+	"\x05_name\"\x92\x01\n" +
 	"\x14SandboxCreateRequest\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x125\n" +
 	"\n" +
 	"definition\x18\x02 \x01(\v2\x15.modal.client.SandboxR\n" +
-	"definition\"6\n" +
+	"definition\x12,\n" +
+	"\x04tags\x18\x04 \x03(\v2\x18.modal.client.SandboxTagR\x04tags\"6\n" +
 	"\x15SandboxCreateResponse\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\"D\n" +
 	"\n" +
 	"SandboxTag\x12\x19\n" +
 	"\btag_name\x18\x01 \x01(\tR\atagName\x12\x1b\n" +
-	"\ttag_value\x18\x02 \x01(\tR\btagValue\"\x8f\x01\n" +
-	"\x15SandboxTagsSetRequest\x12)\n" +
-	"\x10environment_name\x18\x01 \x01(\tR\x0fenvironmentName\x12\x1d\n" +
+	"\ttag_value\x18\x02 \x01(\tR\btagValue\"\x84\x01\n" +
+	"\x19SandboxGetFromNameRequest\x12!\n" +
+	"\fsandbox_name\x18\x01 \x01(\tR\vsandboxName\x12)\n" +
+	"\x10environment_name\x18\x02 \x01(\tR\x0fenvironmentName\x12\x19\n" +
+	"\bapp_name\x18\x03 \x01(\tR\aappName\";\n" +
+	"\x1aSandboxGetFromNameResponse\x12\x1d\n" +
 	"\n" +
-	"sandbox_id\x18\x02 \x01(\tR\tsandboxId\x12,\n" +
-	"\x04tags\x18\x03 \x03(\v2\x18.modal.client.SandboxTagR\x04tags\"\x18\n" +
-	"\x16SandboxTagsSetResponse\"c\n" +
+	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\"c\n" +
 	"\x17SandboxGetTaskIdRequest\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x1d\n" +
@@ -2502,7 +2522,7 @@ const file_api_proto_rawDesc = "" +
 	"\x16SYSTEM_ERROR_CODE_PERM\x10\x01\x12\x1b\n" +
 	"\x17SYSTEM_ERROR_CODE_NOENT\x10\x02\x12\x1b\n" +
 	"\x17SYSTEM_ERROR_CODE_ACCES\x10\r\x12\x1b\n" +
-	"\x17SYSTEM_ERROR_CODE_ISDIR\x10\x152\xc9\n" +
+	"\x17SYSTEM_ERROR_CODE_ISDIR\x10\x152\xd5\n" +
 	"\n" +
 	"\vModalClient\x12[\n" +
 	"\x0eAppGetOrCreate\x12#.modal.client.AppGetOrCreateRequest\x1a$.modal.client.AppGetOrCreateResponse\x12U\n" +
@@ -2511,10 +2531,10 @@ const file_api_proto_rawDesc = "" +
 	" ContainerFilesystemExecGetOutput\x125.modal.client.ContainerFilesystemExecGetOutputRequest\x1a*.modal.client.FilesystemRuntimeOutputBatch0\x01\x12a\n" +
 	"\x10ImageGetOrCreate\x12%.modal.client.ImageGetOrCreateRequest\x1a&.modal.client.ImageGetOrCreateResponse\x12i\n" +
 	"\x12ImageJoinStreaming\x12'.modal.client.ImageJoinStreamingRequest\x1a(.modal.client.ImageJoinStreamingResponse0\x01\x12X\n" +
-	"\rSandboxCreate\x12\".modal.client.SandboxCreateRequest\x1a#.modal.client.SandboxCreateResponse\x12a\n" +
+	"\rSandboxCreate\x12\".modal.client.SandboxCreateRequest\x1a#.modal.client.SandboxCreateResponse\x12g\n" +
+	"\x12SandboxGetFromName\x12'.modal.client.SandboxGetFromNameRequest\x1a(.modal.client.SandboxGetFromNameResponse\x12a\n" +
 	"\x10SandboxGetTaskId\x12%.modal.client.SandboxGetTaskIdRequest\x1a&.modal.client.SandboxGetTaskIdResponse\x12R\n" +
-	"\vSandboxList\x12 .modal.client.SandboxListRequest\x1a!.modal.client.SandboxListResponse\x12[\n" +
-	"\x0eSandboxTagsSet\x12#.modal.client.SandboxTagsSetRequest\x1a$.modal.client.SandboxTagsSetResponse\x12a\n" +
+	"\vSandboxList\x12 .modal.client.SandboxListRequest\x1a!.modal.client.SandboxListResponse\x12a\n" +
 	"\x10SandboxTerminate\x12%.modal.client.SandboxTerminateRequest\x1a&.modal.client.SandboxTerminateResponse\x12d\n" +
 	"\x11SecretGetOrCreate\x12&.modal.client.SecretGetOrCreateRequest\x1a'.modal.client.SecretGetOrCreateResponse\x12\x7f\n" +
 	"\x1aTaskGetCommandRouterAccess\x12/.modal.client.TaskGetCommandRouterAccessRequest\x1a0.modal.client.TaskGetCommandRouterAccessResponseB=Z;github.com/talkops/talkops/providers/modal/internal/modalpbb\x06proto3"
@@ -2553,8 +2573,8 @@ var file_api_proto_goTypes = []any{
 	(*SandboxCreateRequest)(nil),                    // 16: modal.client.SandboxCreateRequest
 	(*SandboxCreateResponse)(nil),                   // 17: modal.client.SandboxCreateResponse
 	(*SandboxTag)(nil),                              // 18: modal.client.SandboxTag
-	(*SandboxTagsSetRequest)(nil),                   // 19: modal.client.SandboxTagsSetRequest
-	(*SandboxTagsSetResponse)(nil),                  // 20: modal.client.SandboxTagsSetResponse
+	(*SandboxGetFromNameRequest)(nil),               // 19: modal.client.SandboxGetFromNameRequest
+	(*SandboxGetFromNameResponse)(nil),              // 20: modal.client.SandboxGetFromNameResponse
 	(*SandboxGetTaskIdRequest)(nil),                 // 21: modal.client.SandboxGetTaskIdRequest
 	(*SandboxGetTaskIdResponse)(nil),                // 22: modal.client.SandboxGetTaskIdResponse
 	(*TaskGetCommandRouterAccessRequest)(nil),       // 23: modal.client.TaskGetCommandRouterAccessRequest
@@ -2586,7 +2606,7 @@ var file_api_proto_depIdxs = []int32{
 	0,  // 5: modal.client.SecretGetOrCreateRequest.object_creation_type:type_name -> modal.client.ObjectCreationType
 	41, // 6: modal.client.SecretGetOrCreateRequest.env_dict:type_name -> modal.client.SecretGetOrCreateRequest.EnvDictEntry
 	15, // 7: modal.client.SandboxCreateRequest.definition:type_name -> modal.client.Sandbox
-	18, // 8: modal.client.SandboxTagsSetRequest.tags:type_name -> modal.client.SandboxTag
+	18, // 8: modal.client.SandboxCreateRequest.tags:type_name -> modal.client.SandboxTag
 	3,  // 9: modal.client.SandboxGetTaskIdResponse.task_result:type_name -> modal.client.GenericResult
 	3,  // 10: modal.client.SandboxTerminateResponse.existing_result:type_name -> modal.client.GenericResult
 	3,  // 11: modal.client.TaskInfo.result:type_name -> modal.client.GenericResult
@@ -2608,9 +2628,9 @@ var file_api_proto_depIdxs = []int32{
 	9,  // 27: modal.client.ModalClient.ImageGetOrCreate:input_type -> modal.client.ImageGetOrCreateRequest
 	11, // 28: modal.client.ModalClient.ImageJoinStreaming:input_type -> modal.client.ImageJoinStreamingRequest
 	16, // 29: modal.client.ModalClient.SandboxCreate:input_type -> modal.client.SandboxCreateRequest
-	21, // 30: modal.client.ModalClient.SandboxGetTaskId:input_type -> modal.client.SandboxGetTaskIdRequest
-	28, // 31: modal.client.ModalClient.SandboxList:input_type -> modal.client.SandboxListRequest
-	19, // 32: modal.client.ModalClient.SandboxTagsSet:input_type -> modal.client.SandboxTagsSetRequest
+	19, // 30: modal.client.ModalClient.SandboxGetFromName:input_type -> modal.client.SandboxGetFromNameRequest
+	21, // 31: modal.client.ModalClient.SandboxGetTaskId:input_type -> modal.client.SandboxGetTaskIdRequest
+	28, // 32: modal.client.ModalClient.SandboxList:input_type -> modal.client.SandboxListRequest
 	25, // 33: modal.client.ModalClient.SandboxTerminate:input_type -> modal.client.SandboxTerminateRequest
 	13, // 34: modal.client.ModalClient.SecretGetOrCreate:input_type -> modal.client.SecretGetOrCreateRequest
 	23, // 35: modal.client.ModalClient.TaskGetCommandRouterAccess:input_type -> modal.client.TaskGetCommandRouterAccessRequest
@@ -2621,9 +2641,9 @@ var file_api_proto_depIdxs = []int32{
 	10, // 40: modal.client.ModalClient.ImageGetOrCreate:output_type -> modal.client.ImageGetOrCreateResponse
 	12, // 41: modal.client.ModalClient.ImageJoinStreaming:output_type -> modal.client.ImageJoinStreamingResponse
 	17, // 42: modal.client.ModalClient.SandboxCreate:output_type -> modal.client.SandboxCreateResponse
-	22, // 43: modal.client.ModalClient.SandboxGetTaskId:output_type -> modal.client.SandboxGetTaskIdResponse
-	30, // 44: modal.client.ModalClient.SandboxList:output_type -> modal.client.SandboxListResponse
-	20, // 45: modal.client.ModalClient.SandboxTagsSet:output_type -> modal.client.SandboxTagsSetResponse
+	20, // 43: modal.client.ModalClient.SandboxGetFromName:output_type -> modal.client.SandboxGetFromNameResponse
+	22, // 44: modal.client.ModalClient.SandboxGetTaskId:output_type -> modal.client.SandboxGetTaskIdResponse
+	30, // 45: modal.client.ModalClient.SandboxList:output_type -> modal.client.SandboxListResponse
 	26, // 46: modal.client.ModalClient.SandboxTerminate:output_type -> modal.client.SandboxTerminateResponse
 	14, // 47: modal.client.ModalClient.SecretGetOrCreate:output_type -> modal.client.SecretGetOrCreateResponse
 	24, // 48: modal.client.ModalClient.TaskGetCommandRouterAccess:output_type -> modal.client.TaskGetCommandRouterAccessResponse

@@ -26,9 +26,9 @@ const (
 	ModalClient_ImageGetOrCreate_FullMethodName                 = "/modal.client.ModalClient/ImageGetOrCreate"
 	ModalClient_ImageJoinStreaming_FullMethodName               = "/modal.client.ModalClient/ImageJoinStreaming"
 	ModalClient_SandboxCreate_FullMethodName                    = "/modal.client.ModalClient/SandboxCreate"
+	ModalClient_SandboxGetFromName_FullMethodName               = "/modal.client.ModalClient/SandboxGetFromName"
 	ModalClient_SandboxGetTaskId_FullMethodName                 = "/modal.client.ModalClient/SandboxGetTaskId"
 	ModalClient_SandboxList_FullMethodName                      = "/modal.client.ModalClient/SandboxList"
-	ModalClient_SandboxTagsSet_FullMethodName                   = "/modal.client.ModalClient/SandboxTagsSet"
 	ModalClient_SandboxTerminate_FullMethodName                 = "/modal.client.ModalClient/SandboxTerminate"
 	ModalClient_SecretGetOrCreate_FullMethodName                = "/modal.client.ModalClient/SecretGetOrCreate"
 	ModalClient_TaskGetCommandRouterAccess_FullMethodName       = "/modal.client.ModalClient/TaskGetCommandRouterAccess"
@@ -45,9 +45,9 @@ type ModalClientClient interface {
 	ImageGetOrCreate(ctx context.Context, in *ImageGetOrCreateRequest, opts ...grpc.CallOption) (*ImageGetOrCreateResponse, error)
 	ImageJoinStreaming(ctx context.Context, in *ImageJoinStreamingRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ImageJoinStreamingResponse], error)
 	SandboxCreate(ctx context.Context, in *SandboxCreateRequest, opts ...grpc.CallOption) (*SandboxCreateResponse, error)
+	SandboxGetFromName(ctx context.Context, in *SandboxGetFromNameRequest, opts ...grpc.CallOption) (*SandboxGetFromNameResponse, error)
 	SandboxGetTaskId(ctx context.Context, in *SandboxGetTaskIdRequest, opts ...grpc.CallOption) (*SandboxGetTaskIdResponse, error)
 	SandboxList(ctx context.Context, in *SandboxListRequest, opts ...grpc.CallOption) (*SandboxListResponse, error)
-	SandboxTagsSet(ctx context.Context, in *SandboxTagsSetRequest, opts ...grpc.CallOption) (*SandboxTagsSetResponse, error)
 	SandboxTerminate(ctx context.Context, in *SandboxTerminateRequest, opts ...grpc.CallOption) (*SandboxTerminateResponse, error)
 	SecretGetOrCreate(ctx context.Context, in *SecretGetOrCreateRequest, opts ...grpc.CallOption) (*SecretGetOrCreateResponse, error)
 	TaskGetCommandRouterAccess(ctx context.Context, in *TaskGetCommandRouterAccessRequest, opts ...grpc.CallOption) (*TaskGetCommandRouterAccessResponse, error)
@@ -149,6 +149,16 @@ func (c *modalClientClient) SandboxCreate(ctx context.Context, in *SandboxCreate
 	return out, nil
 }
 
+func (c *modalClientClient) SandboxGetFromName(ctx context.Context, in *SandboxGetFromNameRequest, opts ...grpc.CallOption) (*SandboxGetFromNameResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SandboxGetFromNameResponse)
+	err := c.cc.Invoke(ctx, ModalClient_SandboxGetFromName_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *modalClientClient) SandboxGetTaskId(ctx context.Context, in *SandboxGetTaskIdRequest, opts ...grpc.CallOption) (*SandboxGetTaskIdResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SandboxGetTaskIdResponse)
@@ -163,16 +173,6 @@ func (c *modalClientClient) SandboxList(ctx context.Context, in *SandboxListRequ
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SandboxListResponse)
 	err := c.cc.Invoke(ctx, ModalClient_SandboxList_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *modalClientClient) SandboxTagsSet(ctx context.Context, in *SandboxTagsSetRequest, opts ...grpc.CallOption) (*SandboxTagsSetResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(SandboxTagsSetResponse)
-	err := c.cc.Invoke(ctx, ModalClient_SandboxTagsSet_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -220,9 +220,9 @@ type ModalClientServer interface {
 	ImageGetOrCreate(context.Context, *ImageGetOrCreateRequest) (*ImageGetOrCreateResponse, error)
 	ImageJoinStreaming(*ImageJoinStreamingRequest, grpc.ServerStreamingServer[ImageJoinStreamingResponse]) error
 	SandboxCreate(context.Context, *SandboxCreateRequest) (*SandboxCreateResponse, error)
+	SandboxGetFromName(context.Context, *SandboxGetFromNameRequest) (*SandboxGetFromNameResponse, error)
 	SandboxGetTaskId(context.Context, *SandboxGetTaskIdRequest) (*SandboxGetTaskIdResponse, error)
 	SandboxList(context.Context, *SandboxListRequest) (*SandboxListResponse, error)
-	SandboxTagsSet(context.Context, *SandboxTagsSetRequest) (*SandboxTagsSetResponse, error)
 	SandboxTerminate(context.Context, *SandboxTerminateRequest) (*SandboxTerminateResponse, error)
 	SecretGetOrCreate(context.Context, *SecretGetOrCreateRequest) (*SecretGetOrCreateResponse, error)
 	TaskGetCommandRouterAccess(context.Context, *TaskGetCommandRouterAccessRequest) (*TaskGetCommandRouterAccessResponse, error)
@@ -257,14 +257,14 @@ func (UnimplementedModalClientServer) ImageJoinStreaming(*ImageJoinStreamingRequ
 func (UnimplementedModalClientServer) SandboxCreate(context.Context, *SandboxCreateRequest) (*SandboxCreateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SandboxCreate not implemented")
 }
+func (UnimplementedModalClientServer) SandboxGetFromName(context.Context, *SandboxGetFromNameRequest) (*SandboxGetFromNameResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SandboxGetFromName not implemented")
+}
 func (UnimplementedModalClientServer) SandboxGetTaskId(context.Context, *SandboxGetTaskIdRequest) (*SandboxGetTaskIdResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SandboxGetTaskId not implemented")
 }
 func (UnimplementedModalClientServer) SandboxList(context.Context, *SandboxListRequest) (*SandboxListResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SandboxList not implemented")
-}
-func (UnimplementedModalClientServer) SandboxTagsSet(context.Context, *SandboxTagsSetRequest) (*SandboxTagsSetResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method SandboxTagsSet not implemented")
 }
 func (UnimplementedModalClientServer) SandboxTerminate(context.Context, *SandboxTerminateRequest) (*SandboxTerminateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SandboxTerminate not implemented")
@@ -408,6 +408,24 @@ func _ModalClient_SandboxCreate_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ModalClient_SandboxGetFromName_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SandboxGetFromNameRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ModalClientServer).SandboxGetFromName(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ModalClient_SandboxGetFromName_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ModalClientServer).SandboxGetFromName(ctx, req.(*SandboxGetFromNameRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ModalClient_SandboxGetTaskId_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SandboxGetTaskIdRequest)
 	if err := dec(in); err != nil {
@@ -440,24 +458,6 @@ func _ModalClient_SandboxList_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ModalClientServer).SandboxList(ctx, req.(*SandboxListRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _ModalClient_SandboxTagsSet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(SandboxTagsSetRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ModalClientServer).SandboxTagsSet(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ModalClient_SandboxTagsSet_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ModalClientServer).SandboxTagsSet(ctx, req.(*SandboxTagsSetRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -544,16 +544,16 @@ var ModalClient_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ModalClient_SandboxCreate_Handler,
 		},
 		{
+			MethodName: "SandboxGetFromName",
+			Handler:    _ModalClient_SandboxGetFromName_Handler,
+		},
+		{
 			MethodName: "SandboxGetTaskId",
 			Handler:    _ModalClient_SandboxGetTaskId_Handler,
 		},
 		{
 			MethodName: "SandboxList",
 			Handler:    _ModalClient_SandboxList_Handler,
-		},
-		{
-			MethodName: "SandboxTagsSet",
-			Handler:    _ModalClient_SandboxTagsSet_Handler,
 		},
 		{
 			MethodName: "SandboxTerminate",
