@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/talkops/talkops/report/hygiene"
 	"github.com/talkops/talkops/result"
 )
 
@@ -171,6 +172,53 @@ func TestSARIFValidAgainstSchema(t *testing.T) {
 	}
 	if got := run.Results[0].Locations[0].PhysicalLocation.ArtifactLocation.URI; got != "infra/sg.tf" {
 		t.Errorf("sandbox path not made relative: %q, want infra/sg.tf", got)
+	}
+}
+
+// TestSARIFInvocationOnlySucceedsWhenTheRunCompleted: a run without a verdict, a partial
+// run and an interrupted one are not successful executions, even when --advisory made
+// their exit code 0.
+func TestSARIFInvocationOnlySucceedsWhenTheRunCompleted(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		edit func(*result.Result)
+		want bool
+	}{
+		{"pass", func(r *result.Result) { r.Verdict, r.ExitCode = result.VerdictPass, 0 }, true},
+		{"fail", func(r *result.Result) { r.Verdict, r.ExitCode = result.VerdictFail, 1 }, true},
+		{"error", func(r *result.Result) { r.Verdict, r.ExitCode = result.VerdictError, 3 }, false},
+		{"advisory error", func(r *result.Result) { r.Verdict, r.ExitCode, r.Advisory = result.VerdictError, 0, true }, false},
+		{"partial", func(r *result.Result) { r.Verdict, r.ExitCode, r.Partial = result.VerdictFail, 124, true }, false},
+		{"advisory partial", func(r *result.Result) {
+			r.Verdict, r.ExitCode, r.Partial, r.Advisory = result.VerdictFail, 0, true, true
+		}, false},
+		{"interrupted", func(r *result.Result) { r.Verdict, r.ExitCode, r.Interrupted = result.VerdictFail, 130, "SIGINT" }, false},
+	}
+	for _, tc := range tests {
+		r := loadRich(t)
+		tc.edit(r)
+		data, err := SARIF(r, hygiene.NewRedactor())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var log struct {
+			Runs []struct {
+				Invocations []struct {
+					ExecutionSuccessful bool `json:"executionSuccessful"`
+					ExitCode            int  `json:"exitCode"`
+				} `json:"invocations"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(data, &log); err != nil {
+			t.Fatal(err)
+		}
+		if len(log.Runs) != 1 || len(log.Runs[0].Invocations) != 1 {
+			t.Fatalf("%s: %d runs, want 1 with one invocation", tc.name, len(log.Runs))
+		}
+		if inv := log.Runs[0].Invocations[0]; inv.ExecutionSuccessful != tc.want || inv.ExitCode != r.ExitCode {
+			t.Errorf("%s: executionSuccessful %v exitCode %d, want %v %d", tc.name, inv.ExecutionSuccessful, inv.ExitCode, tc.want, r.ExitCode)
+		}
 	}
 }
 

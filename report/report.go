@@ -41,8 +41,9 @@ type Options struct {
 	Secrets []string
 	// HTTPClient is used for the GitHub and GitLab APIs (nil: 30 s timeout).
 	HTTPClient *http.Client
-	// ErrorConclusion is the check-run conclusion when there is no verdict or a budget
-	// ran out: "neutral" (default) or "failure".
+	// ErrorConclusion is the check-run conclusion when there is no verdict, a budget ran
+	// out or a fail rests on an unstable judge: "failure" (default) or "neutral", which
+	// branch protection treats as passing (see github.Config.ErrorConclusion).
 	ErrorConclusion string
 	// ResultPath is the result.json path reported in outputs (default Dir/result.json).
 	ResultPath string
@@ -326,6 +327,7 @@ func SecretsFromEnv(getenv func(string) string, environ func() []string, names .
 // The file comes from an artifact its run could write, so nothing in it is taken on
 // trust: the verdict, score and exit code are recomputed (Recompute), the check run is
 // named by opts (DefaultCheckName), and a result from a fork is published as untrusted.
+// A trusted result recorded with --advisory gets its exit code mapped as the run's was.
 func PublishFrom(ctx context.Context, path string, opts Options) (*result.Result, error) {
 	r, err := readArtifact(path)
 	if err != nil {
@@ -340,6 +342,11 @@ func PublishFrom(ctx context.Context, path string, opts Options) (*result.Result
 	}
 	if opts.Untrusted == "" && r.Run.CI != nil && r.Run.CI.Fork {
 		opts.Untrusted = "result.json was recorded for a pull request from a fork"
+	}
+	if opts.Untrusted == "" {
+		// The run exited as --advisory said; an untrusted artifact could claim the mode
+		// to turn its own error into exit 0, so only a trusted one keeps it.
+		r.ExitCode = runner.AdvisoryExitCode(r.ExitCode, r.Advisory)
 	}
 	if opts.ResultPath == "" {
 		opts.ResultPath = path

@@ -218,7 +218,7 @@ func SARIF(r *result.Result, red *hygiene.Redactor) ([]byte, error) {
 			Tool:              sarifTool{Driver: driver},
 			AutomationDetails: &sarifAutomation{ID: category},
 			Results:           results,
-			Invocations:       []sarifInvocation{{ExecutionSuccessful: r.Verdict != result.VerdictError, ExitCode: r.ExitCode}},
+			Invocations:       []sarifInvocation{{ExecutionSuccessful: completed(r), ExitCode: r.ExitCode}},
 		}},
 	}
 	data, err := json.MarshalIndent(log, "", "  ")
@@ -265,4 +265,11 @@ func isSemver(v string) bool {
 		}
 	}
 	return dots == 2
+}
+
+// completed reports whether the run finished its work: a run without a verdict, cut short
+// by a budget or interrupted did not, whatever its exit code (--advisory maps 3 and 124
+// to 0), so no consumer mistakes it for a clean run.
+func completed(r *result.Result) bool {
+	return r.Verdict != result.VerdictError && !r.Partial && r.Interrupted == ""
 }

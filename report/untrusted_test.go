@@ -86,3 +86,44 @@ func TestReadArtifactRejectsUnknownKeys(t *testing.T) {
 		t.Errorf("readArtifact(/dev/zero) = %v, want ErrInvalid", err)
 	}
 }
+
+// TestPublishFromAdvisory: report --from exits as an advisory run did (3 and 124 become
+// 0, a fail stays 1), but only for a trusted result: an untrusted artifact cannot claim
+// the mode to turn its error green.
+func TestPublishFromAdvisory(t *testing.T) {
+	t.Parallel()
+	partial := forged("pass", item("a", "pass", true))
+	partial.Partial = true
+	tests := []struct {
+		name      string
+		r         *result.Result
+		advisory  bool
+		untrusted string
+		exit      int
+	}{
+		{name: "error", r: forged("error", item("a", "error", true)), exit: 3},
+		{name: "advisory error", r: forged("error", item("a", "error", true)), advisory: true, exit: 0},
+		{name: "advisory budget", r: partial, advisory: true, exit: 0},
+		{name: "advisory fail", r: forged("fail", item("a", "fail", true)), advisory: true, exit: 1},
+		{name: "advisory claimed by an untrusted artifact", r: forged("error", item("a", "error", true)), advisory: true,
+			untrusted: "the triggering run came from the fork mallory/infra", exit: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			tt.r.Advisory = tt.advisory
+			path, err := result.Write(dir, tt.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := PublishFrom(t.Context(), path, Options{Dir: dir, Getenv: func(string) string { return "" }, Untrusted: tt.untrusted})
+			if err != nil {
+				t.Fatalf("PublishFrom() = %v", err)
+			}
+			if r.ExitCode != tt.exit || r.Advisory != tt.advisory {
+				t.Errorf("exit %d advisory %v, want %d %v", r.ExitCode, r.Advisory, tt.exit, tt.advisory)
+			}
+		})
+	}
+}

@@ -142,6 +142,10 @@ type Result struct {
 	Score       *float64 `json:"score"`
 	Reason      string   `json:"reason,omitempty"`
 	ExitCode    int      `json:"exit_code"`
+	// Advisory records that the run was started with --advisory, which maps exit 3 (no
+	// verdict) and 124 (budget) to 0, so a later `talkops report --from --exit-code`
+	// exits as the run did.
+	Advisory bool `json:"advisory,omitempty"`
 
 	Config   []ConfigValue `json:"config,omitempty"`
 	Sandbox  *Sandbox      `json:"sandbox,omitempty"`

@@ -88,23 +88,6 @@ func matchProtected(pattern, name string) bool {
 	return false
 }
 
-// staticPrefix returns the leading segments of a glob that contain no pattern syntax, as a
-// relative directory or file path ("." when the first segment is a pattern).
-func staticPrefix(g string) string {
-	segs := strings.Split(g, "/")
-	var out []string
-	for _, s := range segs {
-		if s == "**" || strings.ContainsAny(s, `*?[\`) {
-			break
-		}
-		out = append(out, s)
-	}
-	if len(out) == 0 {
-		return "."
-	}
-	return strings.Join(out, "/")
-}
-
 // globEscape quotes pattern syntax in a literal path so it matches only itself.
 func globEscape(p string) string {
 	if !strings.ContainsAny(p, `*?[\`) {

@@ -90,7 +90,7 @@ func (f *fakeSandbox) argvs() [][]string {
 }
 
 // hostSandbox runs commands for real in a directory with a fixed environment. It is the
-// least a Sandbox must do, enough to run Snapshot's script and the example rubric with
+// least a Sandbox must do, enough to run checks and the example rubric with
 // real tools; the provider packages have their own contract suite.
 type hostSandbox struct {
 	dir string

@@ -1,18 +1,13 @@
 package rubric
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
 )
 
@@ -132,131 +127,4 @@ func with(m map[string]string, k, v string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func TestSnapshot(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	writeFile(t, dir, ".github/workflows/ci.yml", "on: push\n")
-	writeFile(t, dir, ".github/workflows/nested/release.yml", "on: tag\n")
-	writeFile(t, dir, ".github/dependabot.yml", "version: 2\n")
-	writeFile(t, dir, "Jenkinsfile", "pipeline {}\n")
-	writeFile(t, dir, "policy/deny rule.rego", "deny[msg] { true }\n")
-	writeFile(t, dir, "policy/-n.rego", "dash\n")
-	writeFile(t, dir, "policy/.git/config", "[core]\n")
-	writeFile(t, dir, "src/main.go", "package main\n")
-	if err := os.Symlink("/etc/hostname", filepath.Join(dir, "policy/link.rego")); err != nil {
-		t.Fatal(err)
-	}
-	globs := []string{".github/workflows/**", ".gitlab-ci.yml", "Jenkinsfile", "policy/**"}
-	sb := newHostSandbox(t, dir)
-	got, err := Snapshot(t.Context(), sb, globs)
-	if err != nil {
-		t.Fatalf("Snapshot: %v", err)
-	}
-	want := map[string]string{
-		".github/workflows/ci.yml":             sum("on: push\n"),
-		".github/workflows/nested/release.yml": sum("on: tag\n"),
-		"Jenkinsfile":                          sum("pipeline {}\n"),
-		"policy/deny rule.rego":                sum("deny[msg] { true }\n"),
-		"policy/-n.rego":                       sum("dash\n"),
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Snapshot mismatch (-want +got):\n%s", diff)
-	}
-
-	// The agent weakens the workflow and drops a policy; Integrity names both.
-	writeFile(t, dir, ".github/workflows/ci.yml", "on: push\njobs: {}\n")
-	os.Remove(filepath.Join(dir, "policy/-n.rego"))
-	after, err := Snapshot(t.Context(), sb, globs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := mustParseTOML(t, "protect_paths = [\"policy/**\"]\n[[check]]\nid = \"a\"\nrun = \"true\"\n")
-	var ids []string
-	for _, it := range Integrity(got, after, r) {
-		ids = append(ids, it.ID+"="+string(it.Status))
-	}
-	if diff := cmp.Diff([]string{"integrity:.github/workflows/ci.yml=fail", "integrity:policy/-n.rego=fail"}, ids); diff != "" {
-		t.Errorf("Integrity mismatch (-want +got):\n%s", diff)
-	}
-
-	if _, err := Snapshot(t.Context(), sb, []string{"../etc/**"}); err == nil {
-		t.Errorf("Snapshot accepted a glob outside the workspace")
-	}
-}
-
-// busyboxSandbox runs commands with busybox's sh, find and sha256sum only, as in an
-// Alpine image.
-type busyboxSandbox struct{ *hostSandbox }
-
-func (b busyboxSandbox) Exec(ctx context.Context, cmd providers.Cmd) (providers.ExecResult, error) {
-	if len(cmd.Argv) > 0 && cmd.Argv[0] == "/bin/sh" {
-		cmd.Argv = append([]string{"sh"}, cmd.Argv[1:]...)
-	}
-	return b.hostSandbox.Exec(ctx, cmd)
-}
-
-func TestSnapshotBusybox(t *testing.T) {
-	t.Parallel()
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		t.Skip("busybox not installed")
-	}
-	bin := t.TempDir()
-	for _, applet := range []string{"sh", "find", "sha256sum", "["} {
-		if err := os.Symlink(bb, filepath.Join(bin, applet)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := t.TempDir()
-	writeFile(t, dir, ".gitlab-ci.yml", "stages: [test]\n")
-	writeFile(t, dir, "infra/policy/a.rego", "a\n")
-	sb := busyboxSandbox{newHostSandbox(t, dir)}
-	sb.env = []string{"PATH=" + bin}
-	got, err := Snapshot(t.Context(), sb, []string{".gitlab-ci.yml", "infra/policy/**"})
-	if err != nil {
-		t.Fatalf("Snapshot with busybox: %v", err)
-	}
-	want := map[string]string{".gitlab-ci.yml": sum("stages: [test]\n"), "infra/policy/a.rego": sum("a\n")}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Snapshot mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestSnapshotErrors(t *testing.T) {
-	t.Parallel()
-	sb := &fakeSandbox{exec: func(context.Context, providers.Cmd) (providers.ExecResult, error) {
-		return providers.ExecResult{ExitCode: 1, Stderr: []byte("find: ./policy: Permission denied\n")}, nil
-	}}
-	_, err := Snapshot(t.Context(), sb, []string{"policy/**"})
-	if err == nil || !strings.Contains(err.Error(), "exit code 1: find: ./policy: Permission denied") {
-		t.Errorf("Snapshot = %v, want the exit code and stderr", err)
-	}
-	if args := sb.argvs()[0]; !cmp.Equal(args[3:], []string{"talkops-snapshot", "./policy"}) {
-		t.Errorf("Snapshot argv tail = %q, want the roots as arguments, never in the script", args[3:])
-	}
-}
-
-func TestParseSumLine(t *testing.T) {
-	t.Parallel()
-	h := sum("x")
-	tests := []struct {
-		line, path string
-		ok         bool
-	}{
-		{h + "  ./a/b.txt", "a/b.txt", true},
-		{h + " *./bin.dat", "bin.dat", true},
-		{`\` + h + `  ./new\nline`, "new\nline", true},
-		{`\` + h + `  ./back\\slash`, `back\slash`, true},
-		{"sha256sum: ./x: Permission denied", "", false},
-		{strings.ToUpper(h) + "  ./x", "", false},
-		{"", "", false},
-	}
-	for _, tt := range tests {
-		p, s, ok := parseSumLine(tt.line)
-		if p != tt.path || ok != tt.ok || (ok && s != h) {
-			t.Errorf("parseSumLine(%q) = %q, %q, %v; want %q, %v", tt.line, p, s, ok, tt.path, tt.ok)
-		}
-	}
 }

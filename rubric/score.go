@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -190,8 +191,8 @@ type Evaluator struct {
 	Judge Judge
 	// MaxIterations bounds the loop (0 = DefaultMaxIterations).
 	MaxIterations int
-	// Baseline is the Snapshot of the protected globs taken before the agent ran; nil
-	// skips the integrity comparison.
+	// Baseline is the protected paths' digests recorded on the host before the agent ran
+	// (path → sha256, or "symlink:TARGET"); nil skips the integrity comparison.
 	Baseline map[string]string
 	// Agent, when set, returns what the runner recorded of the agent's passes up to
 	// iteration n, for the judge's evidence. It is called only when criteria are judged.
@@ -199,9 +200,10 @@ type Evaluator struct {
 	// Workspace computes the diff since setup (the runner's host-side change set), so
 	// the judge can be shown it; nil means no diff evidence.
 	Workspace evidence.Differ
-	// ProtectedNow, when set, returns the protected paths' digests after the agent's pass as
-	// recorded on the host (path → sha256, or "symlink:TARGET"); it replaces hashing them in
-	// the sandbox, which the agent may control. Baseline must then come from the host too.
+	// ProtectedNow returns the protected paths' digests after the agent's pass as recorded
+	// on the host, in Baseline's form. It is required with Baseline: hashing them inside
+	// the sandbox would ask tools the agent may have replaced, so without it the
+	// comparison is an error item, never a pass.
 	ProtectedNow func(ctx context.Context) (map[string]string, error)
 }
 
@@ -215,13 +217,11 @@ func (e *Evaluator) Evaluate(ctx context.Context, n int) result.Iteration {
 	items := e.Checker.Run(ctx, e.Sandbox, e.Rubric, sink)
 	items = append(items, e.judge(ctx, n, items)...)
 	if e.Baseline != nil {
-		snapshot := func(ctx context.Context) (map[string]string, error) {
-			return Snapshot(ctx, e.Sandbox, e.Rubric.ProtectedGlobs())
-		}
+		var after map[string]string
+		err := errors.New("no host record of the protected paths after the agent's pass")
 		if e.ProtectedNow != nil {
-			snapshot = e.ProtectedNow
+			after, err = e.ProtectedNow(ctx)
 		}
-		after, err := snapshot(ctx)
 		if err != nil {
 			items = append(items, integrityError(err))
 		} else {

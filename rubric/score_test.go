@@ -263,29 +263,30 @@ func TestEvaluatorChecksOnlyNeverJudges(t *testing.T) {
 func TestEvaluatorIntegrity(t *testing.T) {
 	t.Parallel()
 	r := mustParseTOML(t, "[[check]]\nid = \"a\"\nrun = \"true\"\n")
-	ciYml := sum("on: push\n")
-	snapshot := ciYml
-	sb := &fakeSandbox{exec: func(_ context.Context, cmd providers.Cmd) (providers.ExecResult, error) {
-		if len(cmd.Argv) > 3 && cmd.Argv[3] == "talkops-snapshot" {
-			return providers.ExecResult{Stdout: []byte(snapshot + "  ./.github/workflows/ci.yml\n")}, nil
-		}
+	sb := &fakeSandbox{exec: func(context.Context, providers.Cmd) (providers.ExecResult, error) {
 		return providers.ExecResult{}, nil
 	}}
-	baseline, err := Snapshot(t.Context(), sb, r.ProtectedGlobs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := &Evaluator{Rubric: r, Sandbox: sb, Baseline: baseline}
+	baseline := map[string]string{".github/workflows/ci.yml": sum("on: push\n")}
+	now := baseline
+	protectedNow := func(context.Context) (map[string]string, error) { return now, nil }
+	ev := &Evaluator{Rubric: r, Sandbox: sb, Baseline: baseline, ProtectedNow: protectedNow}
 	if it := ev.Evaluate(t.Context(), 1); it.Status != result.RubricSatisfied || it.Items[len(it.Items)-1].ID != "integrity" {
 		t.Errorf("untouched workspace: %s, last item %s; want satisfied with a passing integrity item", it.Status, it.Items[len(it.Items)-1].ID)
 	}
-	snapshot = sum("on: push\njobs: {}\n")
+	now = map[string]string{".github/workflows/ci.yml": sum("on: push\njobs: {}\n")}
 	it := ev.Evaluate(t.Context(), 1)
 	if it.Status != result.RubricFailed {
 		t.Errorf("a changed workflow on iteration 1 of 3: %s, want failed (tampering is not revised)", it.Status)
 	}
 	if last := it.Items[len(it.Items)-1]; last.ID != "integrity:.github/workflows/ci.yml" || last.Status != result.StatusFail {
 		t.Errorf("last item %s %s, want the failing workflow", last.ID, last.Status)
+	}
+	// Without the host's record there is nothing trustworthy to compare with: the
+	// sandbox is not asked, and the item is an error.
+	ev.ProtectedNow = nil
+	it = ev.Evaluate(t.Context(), 1)
+	if last := it.Items[len(it.Items)-1]; last.ID != "integrity" || last.Status != result.StatusError || it.Status != result.RubricError {
+		t.Errorf("no ProtectedNow: %s, last item %s %s; want error with an integrity error item", it.Status, last.ID, last.Status)
 	}
 }
 

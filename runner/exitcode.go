@@ -20,6 +20,17 @@ const (
 	ExitSIGTERM = 143 // interrupted by SIGTERM, after teardown
 )
 
+// AdvisoryExitCode is code under --advisory: no verdict (3) and a budget (124) become 0,
+// so infrastructure trouble does not fail the job; a fail, a usage error or a signal keeps
+// its code, and without advisory every code is kept. The run and `talkops report --from`
+// (from result.json's advisory) both map through here.
+func AdvisoryExitCode(code int, advisory bool) int {
+	if advisory && (code == ExitError || code == ExitBudget) {
+		return ExitPass
+	}
+	return code
+}
+
 // UsageError is a problem with what the user asked for, found before anything was
 // provisioned. main maps it to ExitUsage.
 type UsageError struct {

@@ -102,6 +102,13 @@ func TestExitCodeTable(t *testing.T) {
 				if res.Partial != (tc.exit == runner.ExitBudget) {
 					t.Errorf("partial %v for exit %d", res.Partial, tc.exit)
 				}
+				// result.json records the mode, and report --from maps its code the same way.
+				if res.Advisory != advisory {
+					t.Errorf("result.advisory = %v, want %v", res.Advisory, advisory)
+				}
+				if got := runner.AdvisoryExitCode(tc.exit, advisory); got != want {
+					t.Errorf("AdvisoryExitCode(%d, %v) = %d, want %d", tc.exit, advisory, got, want)
+				}
 				checkRecord(t, opts, res)
 			})
 		}

@@ -184,6 +184,7 @@ func Run(ctx context.Context, opts Options) *result.Result {
 			CI:         opts.CI,
 		},
 		ExitCode: ExitError,
+		Advisory: opts.Advisory,
 		Config:   opts.Config,
 		Stages:   []result.Stage{},
 	}
@@ -668,9 +669,9 @@ func (r *run) finish(parent context.Context) {
 			res.Reason = "the rubric could not be evaluated"
 		}
 	}
-	if r.opts.Advisory && (res.ExitCode == ExitError || res.ExitCode == ExitBudget) {
+	if code := AdvisoryExitCode(res.ExitCode, r.opts.Advisory); code != res.ExitCode {
 		res.Reason += " (advisory mode: exit 0)"
-		res.ExitCode = ExitPass
+		res.ExitCode = code
 	}
 }
 
@@ -773,10 +774,7 @@ func (r *run) resultUnwritten(err error) {
 	}
 	res.Verdict = result.VerdictError
 	res.Reason = "result.json could not be written: " + err.Error()
-	res.ExitCode = ExitError
-	if r.opts.Advisory {
-		res.ExitCode = ExitPass
-	}
+	res.ExitCode = AdvisoryExitCode(ExitError, r.opts.Advisory)
 }
 
 // noteLateInterrupt records a signal that arrived after the verdict, while publishing:

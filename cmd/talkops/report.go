@@ -22,7 +22,7 @@ import (
 type ReportCmd struct {
 	From            string `name:"from" required:"" placeholder:"FILE" help:"result.json of a finished run (validated against its schema before use)."`
 	ReportDir       string `name:"report-dir" placeholder:"DIR" help:"Where summary.md, junit.xml, gl-code-quality-report.json, results.sarif and findings.rdjsonl go (default: the directory of --from)."`
-	ErrorConclusion string `name:"error-conclusion" enum:"neutral,failure" default:"neutral" help:"Check-run conclusion when the run reached no verdict or ran out of budget (${enum})."`
+	ErrorConclusion string `name:"error-conclusion" enum:"failure,neutral" default:"failure" help:"GitHub check-run conclusion when the run reached no verdict, ran out of budget or failed on an unstable judge (${enum}). Branch protection counts neutral as passing, so neutral is not a gate."`
 	CheckName       string `name:"check-name" placeholder:"NAME" default:"talkops" help:"Name of the GitHub check run; never taken from the artifact, which the run being reported could write."`
 	NoCheckRun      bool   `name:"no-check-run" help:"Do not create a GitHub check run."`
 	NoComment       bool   `name:"no-comment" help:"Do not write the sticky PR comment or GitLab merge-request note."`

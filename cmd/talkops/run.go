@@ -46,6 +46,7 @@ type runCmd struct {
 	LogLevel            string   `name:"log-level" placeholder:"LEVEL" config:"run.log_level" help:"debug, info, warn or error. ${cfg_run_log_level}"`
 	TrustProjectConfig  bool     `name:"trust-project-config" config:"trust_project_config" help:"Let the project's .talkops/config.toml set trusted-only keys (base URLs, approval, binds, ...) and paths outside the project. Only for repositories whose every change you trust. ${cfg_trust_project_config}"`
 	Advisory            bool     `help:"Exit 0 instead of 3 (error) or 124 (budget): infrastructure trouble does not fail the job."`
+	ErrorConclusion     string   `name:"error-conclusion" enum:"failure,neutral" default:"failure" help:"GitHub check-run conclusion when the run reached no verdict, ran out of budget or failed on an unstable judge (${enum}). Branch protection counts neutral as passing, so neutral is not a gate."`
 	RunID               string   `name:"run-id" placeholder:"ID" help:"Identify this run by ID (letters, digits, . _ -; up to 64) instead of a generated one, so a caller can reap exactly its sandboxes afterwards with sandbox gc --run-id."`
 
 	flagsSet map[string]*kong.Flag
@@ -112,7 +113,7 @@ func (c *runCmd) Run(ctx context.Context, a *app) error {
 	log := output.Logger(a.stderr, cfg.Run.LogLevel, c.Quiet)
 	ctx = log.WithContext(ctx)
 	secrets := append(report.SecretsFromEnv(a.getenv, os.Environ, cfg.Redact.Env...), cfg.Sandbox.PassedValues(a.getenv)...)
-	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets}
+	c.report = report.Options{Getenv: a.getenv, Stdout: a.stdout, Secrets: secrets, ErrorConclusion: c.ErrorConclusion}
 	console := output.Console{Stdout: a.stdout, Stderr: a.stderr, Format: cfg.Run.OutputFormat, Quiet: c.Quiet,
 		Actions: a.getenv("GITHUB_ACTIONS") == "true", Groups: report.Sink(c.report)}
 	sink := console.Sink()

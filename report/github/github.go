@@ -22,10 +22,16 @@ import (
 	"github.com/talkops/talkops/result"
 )
 
-// Conclusions for Config.ErrorConclusion.
+// Conclusions for Config.ErrorConclusion. Failure is the default: the agent or the
+// repository under test can make a run error on purpose (a check whose command it deleted
+// exits 127), and branch protection counts a neutral check run as passing, so neutral
+// would let them through the gate.
 const (
 	ConclusionNeutral = "neutral"
 	ConclusionFailure = "failure"
+	// DefaultErrorConclusion is the conclusion of a run without a verdict unless the
+	// workflow opts into neutral.
+	DefaultErrorConclusion = ConclusionFailure
 )
 
 // DefaultBotLogin is the author of comments made with the Actions GITHUB_TOKEN. An
@@ -44,8 +50,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Redactor cleans every published string.
 	Redactor *hygiene.Redactor
-	// ErrorConclusion is the check conclusion for a run without a verdict (error) or cut
-	// short by a budget: "neutral" (default) or "failure".
+	// ErrorConclusion is the check conclusion for a run without a verdict (error), cut
+	// short by a budget, or failed on an unstable judge's word: "failure" (default) or
+	// "neutral", which branch protection treats as passing.
 	ErrorConclusion string
 	// CheckName names the check run (default "talkops", or "talkops / <rubric>").
 	CheckName string
@@ -89,7 +96,7 @@ func New(cfg Config) (*Publisher, error) {
 	}
 	switch cfg.ErrorConclusion {
 	case "":
-		cfg.ErrorConclusion = ConclusionNeutral
+		cfg.ErrorConclusion = DefaultErrorConclusion
 	case ConclusionNeutral, ConclusionFailure:
 	default:
 		return nil, fmt.Errorf("github publisher: error conclusion %q: want neutral or failure", cfg.ErrorConclusion)
@@ -340,10 +347,10 @@ func (p *Publisher) headline(r *result.Result) string {
 
 // Conclusion maps a result to a check-run conclusion: pass → success; fail → failure,
 // except a partial run (budget exhausted) or a failure resting on an unstable judge,
-// which get errorConclusion like a run without a verdict.
+// which get errorConclusion ("" = DefaultErrorConclusion) like a run without a verdict.
 func Conclusion(r *result.Result, errorConclusion string) string {
 	if errorConclusion == "" {
-		errorConclusion = ConclusionNeutral
+		errorConclusion = DefaultErrorConclusion
 	}
 	switch r.Verdict {
 	case result.VerdictPass:
@@ -358,7 +365,7 @@ func Conclusion(r *result.Result, errorConclusion string) string {
 		if r.Rubric != nil {
 			for _, it := range r.Rubric.Items {
 				if it.Status == result.StatusFail && it.Unstable {
-					return ConclusionNeutral
+					return errorConclusion
 				}
 			}
 		}

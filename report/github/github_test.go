@@ -228,8 +228,8 @@ func TestCheckRunWithoutBegin(t *testing.T) {
 		t.Fatalf("Finish() = %v", err)
 	}
 	c := h.fake.onlyCheck()
-	if c.HeadSHA != mergeSHA || c.Status != "completed" || c.Conclusion != "neutral" || len(c.Annotations) != 3 {
-		t.Errorf("push check: sha %s status %q conclusion %q annotations %d; want GITHUB_SHA completed neutral 3",
+	if c.HeadSHA != mergeSHA || c.Status != "completed" || c.Conclusion != "failure" || len(c.Annotations) != 3 {
+		t.Errorf("push check: sha %s status %q conclusion %q annotations %d; want GITHUB_SHA completed failure 3",
 			c.HeadSHA, c.Status, c.Conclusion, len(c.Annotations))
 	}
 	for _, w := range h.fake.writes() {
@@ -673,11 +673,20 @@ func TestConclusion(t *testing.T) {
 		want          string
 	}{
 		{"pass", "pass", false, false, "", "success"},
+		{"pass opting into neutral", "pass", false, false, "neutral", "success"},
 		{"fail", "fail", false, false, "", "failure"},
-		{"error default", "error", false, false, "", "neutral"},
-		{"error strict", "error", false, false, "failure", "failure"},
-		{"budget", "fail", true, false, "", "neutral"},
-		{"unstable judge", "fail", false, true, "failure", "neutral"},
+		{"fail opting into neutral", "fail", false, false, "neutral", "failure"},
+		// A run without a verdict is a failure unless the workflow opts into neutral,
+		// which branch protection counts as passing.
+		{"error default", "error", false, false, "", "failure"},
+		{"error failure", "error", false, false, "failure", "failure"},
+		{"error opting into neutral", "error", false, false, "neutral", "neutral"},
+		{"unknown verdict", "maybe", false, false, "", "failure"},
+		{"budget default", "fail", true, false, "", "failure"},
+		{"budget opting into neutral", "fail", true, false, "neutral", "neutral"},
+		{"partial pass", "pass", true, false, "", "failure"},
+		{"unstable judge default", "fail", false, true, "", "failure"},
+		{"unstable judge opting into neutral", "fail", false, true, "neutral", "neutral"},
 	}
 	for _, tt := range tests {
 		r := &result.Result{Verdict: tt.verdict, Partial: tt.partial,
@@ -764,7 +773,7 @@ func TestLargeResultStaysWithinLimits(t *testing.T) {
 
 func TestUntrustedResultIsNeverASuccess(t *testing.T) {
 	t.Parallel()
-	for _, verdict := range []string{result.VerdictPass, result.VerdictFail} {
+	for _, verdict := range []string{result.VerdictPass, result.VerdictFail, result.VerdictError} {
 		t.Run(verdict, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, "pull_request", prPayload(false))
