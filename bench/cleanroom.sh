@@ -30,24 +30,12 @@ esac
 cd "$4"
 rm -f answer.txt
 
-urlfile=$(mktemp)
-"$fakemodel" -script "$here/cleanroom/script.json" >"$urlfile" &
-fm=$!
-trap 'kill "$fm" 2>/dev/null; wait "$fm" 2>/dev/null; rm -f "$urlfile"' EXIT
-# fakemodel prints its base URL once it listens; wait for that line, at most 10 s.
-i=0
-until [ -s "$urlfile" ]; do
-	i=$((i + 1))
-	if [ "$i" -gt 1000 ] || ! kill -0 "$fm" 2>/dev/null; then
-		echo "$0: fakemodel did not start" >&2
-		exit 1
-	fi
-	sleep 0.01
-done
-url=$(head -n 1 "$urlfile")
+# shellcheck source-path=SCRIPTDIR source=fakemodel.sh
+. "$here/fakemodel.sh"
+start_fakemodel "$fakemodel" "$here/cleanroom/script.json"
 
 rc=0
-TALKOPS_RUBRIC_VERIFY=$mode ANTHROPIC_API_KEY=bench "$binary" -p "write the answer" -y \
-	--sandbox "$provider" --model anthropic:claude-test --base-url "$url" \
+TALKOPS_RUBRIC_VERIFY=$mode ANTHROPIC_API_KEY=sk-bench-fakemodel-key "$binary" -p "write the answer" -y \
+	--sandbox "$provider" --model anthropic:claude-test --base-url "$fakemodel_url" \
 	--rubric "$here/cleanroom/rubric.toml" --report-dir "$report" -q >/dev/null 2>&1 || rc=$?
 exit "$rc"
