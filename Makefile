@@ -55,7 +55,7 @@ release-snapshot:
 
 actionlint:
 	$(GO) tool actionlint .github/workflows/*.yml examples/github/*.yml internal/actiontest/testdata/*.yml
-	shellcheck .ci/run .ci/*.sh .github/action/*.sh
+	shellcheck .ci/run .ci/*.sh .github/action/*.sh bench/*.sh
 	for f in .github/action/*.js; do node --check "$$f" || exit 1; done
 
 bench:
