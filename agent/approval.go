@@ -291,12 +291,23 @@ func (c *compiled) checkCommand(command string) Decision {
 }
 
 var (
-	secretBase = regexp.MustCompile(`^(\.env(\..+)?|\.netrc|_netrc|\.git-credentials|\.pgpass|\.npmrc|\.pypirc|id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials\.json|\.vault-token)$`)
-	secretDirs = regexp.MustCompile(`(^|/)(\.ssh|\.gnupg)(/|$)|(^|/)\.aws/credentials$|(^|/)\.docker/config\.json$|(^|/)\.kube/config$|(^|/)\.config/gcloud(/|$)|(^|/)\.azure(/|$)`)
+	secretBase = regexp.MustCompile(`^(\.env(\..+)?|id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials\.json)$`)
 	safeEnv    = regexp.MustCompile(`^\.env(\..+)?\.(example|sample|template|dist|defaults)$`)
 )
 
-// secretPath reports whether p names a file that usually holds credentials.
+// credentialPaths are the credential files and directories of common tools, as they sit
+// in a home directory. A path names one when its last segments are the entry's (so
+// ~/.kube/config, /root/.kube/config and .kube/config all do); an entry ending in / is a
+// directory that is credentials as a whole, so everything under it counts too.
+var credentialPaths = []string{
+	".ssh/", ".gnupg/", ".aws/", ".azure/", ".config/gcloud/",
+	".docker/config.json", ".kube/config", ".config/gh/hosts.yml",
+	".cargo/credentials", ".cargo/credentials.toml", ".gradle/gradle.properties",
+	".netrc", "_netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass", ".vault-token",
+}
+
+// secretPath reports whether p names a file that usually holds credentials: a file the
+// file tools withhold, and that shell commands must not read or copy.
 func secretPath(p string) bool {
 	p = strings.Trim(p, `"'`)
 	if p == "" || strings.ContainsAny(p, " \n") {
@@ -307,9 +318,51 @@ func secretPath(p string) bool {
 		if secretBase.MatchString(base) && !safeEnv.MatchString(base) {
 			return true
 		}
-		if secretDirs.MatchString(part) {
-			return true
+		segs := pathSegments(part)
+		for _, entry := range credentialPaths {
+			dir := strings.HasSuffix(entry, "/")
+			es := strings.Split(strings.TrimSuffix(entry, "/"), "/")
+			for i := 0; i+len(es) <= len(segs); i++ {
+				if (dir || i+len(es) == len(segs)) && segmentsMatch(segs[i:i+len(es)], es) {
+					return true
+				}
+			}
 		}
 	}
 	return false
 }
+
+// holdsCredentials reports whether p is a directory that contains one of credentialPaths
+// (~/.docker, ~/.config, the home directory itself): copying or archiving it copies them.
+func holdsCredentials(p string) bool {
+	p = strings.TrimRight(strings.Trim(p, `"'`), "/")
+	switch {
+	case p == "~" || p == "$HOME" || p == "${HOME}" || p == "/root":
+		return true
+	case strings.HasPrefix(p, "/home/") && !strings.Contains(p[len("/home/"):], "/"):
+		return true
+	}
+	segs := pathSegments(p)
+	for _, entry := range credentialPaths {
+		es := strings.Split(strings.TrimSuffix(entry, "/"), "/")
+		for k := 1; k < len(es) && k <= len(segs); k++ {
+			if segmentsMatch(segs[len(segs)-k:], es[:k]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pathSegments splits a path into its segments, without empty and "." ones.
+func pathSegments(p string) []string {
+	var out []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" && s != "." {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func segmentsMatch(segs, entry []string) bool { return slices.Equal(segs, entry) }

@@ -74,6 +74,12 @@ var commandRules = []commandRule{
 		}
 		return allow()
 	},
+	func(c *simpleCmd) Decision {
+		if name, args, _ := program(c.args); wrappers[name].rest == runsHidden && len(args) > 0 {
+			return deny("%s runs a command smart mode cannot find reliably (%s); run the command directly instead", name, joinFields(args).text)
+		}
+		return allow()
+	},
 	interpreterCode,
 	pipedIntoInterpreter,
 }
@@ -87,12 +93,13 @@ var programRules = map[string]programRule{
 		}
 		return allow()
 	},
+	"local":    declaresPrint,
 	"export":   declaresPrint,
 	"declare":  declaresPrint,
 	"typeset":  declaresPrint,
 	"readonly": declaresPrint,
 	"compgen": func(_ string, args []word) Decision {
-		if hasArg(args, "-v") || hasArg(args, "-e") {
+		if hasArg(args, "-v") || hasArg(args, "-e") || hasArg(args, "variable") || hasArg(args, "export") {
 			return deny("compgen -v/-e lists the environment")
 		}
 		return allow()
@@ -146,6 +153,81 @@ var programRules = map[string]programRule{
 	"trap":   generatedCode,
 	"source": sourced,
 	".":      sourced,
+	"ps":     psEnvironment,
+	"jq":     jqEnvironment,
+	"gojq":   jqEnvironment,
+	"cp":     copiesCredentials, "mv": copiesCredentials, "ln": copiesCredentials, "rsync": copiesCredentials,
+	"scp": copiesCredentials, "rclone": copiesCredentials, "tar": copiesCredentials, "zip": copiesCredentials,
+	"7z": copiesCredentials, "7za": copiesCredentials, "cpio": copiesCredentials, "pax": copiesCredentials,
+	"grep": copiesCredentials, "egrep": copiesCredentials, "rg": copiesCredentials, "ag": copiesCredentials, "find": copiesCredentials,
+}
+
+// psEnvironment denies ps with BSD's e flag (ps e, ps axe, ps eww), which prints each
+// process's environment after its command. ps -e (every process) is fine; ps -E is
+// the environment on BSD and macOS.
+func psEnvironment(_ string, args []word) Decision {
+	valueNext := false
+	for _, a := range args {
+		t := a.text
+		if valueNext {
+			valueNext = false
+			continue
+		}
+		switch {
+		case t == "-E":
+			return deny("ps -E prints every process's environment, which holds secrets")
+		case strings.HasPrefix(t, "--"):
+			valueNext = !strings.Contains(t, "=") && slices.Contains(psLongValue, t[2:])
+		case strings.HasPrefix(t, "-"):
+			valueNext = len(t) >= 2 && strings.ContainsRune("oOpqsuUgGtCN", rune(t[len(t)-1]))
+		case strings.Trim(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == "":
+			// BSD options: letters without a dash; o, O, p, q, t, U take a value.
+			if strings.ContainsRune(t, 'e') {
+				return deny("ps %s prints each process's environment (the e flag), which holds secrets", t)
+			}
+			valueNext = strings.ContainsAny(t[len(t)-1:], "oOpqtU")
+		}
+	}
+	return allow()
+}
+
+var psLongValue = []string{"format", "sort", "pid", "ppid", "user", "User", "group", "Group", "tty", "sid", "cols", "columns", "rows", "lines", "width", "quick-pid"}
+
+// jqEnv is jq's access to the environment: the env builtin and $ENV.
+var jqEnv = regexp.MustCompile(`(^|[^A-Za-z0-9_.$])env([^A-Za-z0-9_]|$)|\$ENV\b|\$__prog_env`)
+
+// jqEnvironment denies a jq program that reads the environment (jq -n env, jq -n '$ENV').
+func jqEnvironment(name string, args []word) Decision {
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "--arg" || t == "--argjson" || t == "--slurpfile" || t == "--rawfile":
+			i += 2
+		case t == "--indent" || t == "-L" || t == "--library-path":
+			i++
+		case t == "--args" || t == "--jsonargs":
+			return allow() // positional values follow, not code
+		case strings.HasPrefix(t, "-"):
+		default:
+			// The first operand is the program; the rest are files.
+			if jqEnv.MatchString(t) {
+				return deny("%s code that reads the environment (env, $ENV) is denied: it holds secrets", name)
+			}
+			return allow()
+		}
+	}
+	return allow()
+}
+
+// copiesCredentials denies copying, archiving or searching a directory that holds
+// credential files (cp -r ~/.docker x, tar czf x.tgz ~, grep -r token ~/.config).
+func copiesCredentials(name string, args []word) Decision {
+	for _, a := range operands(args) {
+		if holdsCredentials(a.text) {
+			return deny("%s %s would read the credential files in it; reading or copying credentials is denied", name, a.text)
+		}
+	}
+	return allow()
 }
 
 func printsEnvironment(name string, _ []word) Decision {
@@ -154,7 +236,7 @@ func printsEnvironment(name string, _ []word) Decision {
 
 func declaresPrint(name string, args []word) Decision {
 	if len(operands(args)) == 0 && (len(args) == 0 || slices.ContainsFunc(args, func(a word) bool { return strings.ContainsAny(a.text, "px") })) {
-		return deny("%s %s prints the environment, which holds secrets", name, joinFields(args).text)
+		return deny("%s prints the environment, which holds secrets", strings.TrimSpace(name+" "+joinFields(args).text))
 	}
 	return allow()
 }
@@ -336,12 +418,19 @@ func readsEnviron(w word) bool {
 	return slices.ContainsFunc(environSamples, func(p string) bool { return globMatch(w.pattern, p) })
 }
 
-// credentialNames are the names a glob in a path is tried against.
-var credentialNames = []string{
-	".ssh", ".gnupg", ".aws", "credentials", ".docker", "config.json", ".kube", "config", ".config", "gcloud", ".azure",
-	".env", ".env.local", ".env.production", ".netrc", "_netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc",
-	"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials.json", ".vault-token",
-}
+// credentialNames are the names a glob in a path is tried against: every segment of
+// credentialPaths and the names secretBase matches anywhere.
+var credentialNames = func() []string {
+	names := []string{".env", ".env.local", ".env.production", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials.json"}
+	for _, entry := range credentialPaths {
+		for _, seg := range strings.Split(strings.TrimSuffix(entry, "/"), "/") {
+			if !slices.Contains(names, seg) {
+				names = append(names, seg)
+			}
+		}
+	}
+	return names
+}()
 
 // credentialWord reports whether a word names a credentials file, literally or as a glob
 // such as ~/.ss?/id_* (a glob segment needs two literal leading characters to count, so
