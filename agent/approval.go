@@ -224,6 +224,10 @@ func secretPathArg(name string, input json.RawMessage) string {
 	return ""
 }
 
+// withholds is the file tools' rule for what the model must not read: the credentials
+// files read_file is refused, unless -y lifted the check.
+func (c *compiled) withholds(p string) bool { return c.Mode != ModeYes && secretPath(p) }
+
 // checkPatterns applies the deny patterns (every mode) or, with allowList, the allow
 // patterns to every simple command the line would run.
 func (c *compiled) checkDenyPatterns(command string) Decision {
@@ -310,7 +314,7 @@ var credentialPaths = []string{
 // file tools withhold, and that shell commands must not read or copy.
 func secretPath(p string) bool {
 	p = strings.Trim(p, `"'`)
-	if p == "" || strings.ContainsAny(p, " \n") {
+	if p == "" {
 		return false
 	}
 	for _, part := range strings.Split(p, "=") { // --file=.env

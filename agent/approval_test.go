@@ -36,6 +36,7 @@ func TestApprovalModes(t *testing.T) {
 		{"default denies edit", Approval{}, "edit_file", tools.Mutating, pathInput("a.txt"), false, "needs approval"},
 		{"default denies fetch", Approval{}, "web_fetch", tools.Network, json.RawMessage(`{"url":"https://example.com"}`), false, "needs approval"},
 		{"default denies reading .env", Approval{}, "read_file", tools.ReadOnly, pathInput("config/.env.production"), false, "credentials"},
+		{"default denies reading .env in a spaced directory", Approval{}, "read_file", tools.ReadOnly, pathInput("my dir/.env"), false, "credentials"},
 		{"default allows .env.example", Approval{}, "read_file", tools.ReadOnly, pathInput(".env.example"), true, ""},
 		{"default denies grep in .env", Approval{}, "grep", tools.ReadOnly, pathInput(".env"), false, "credentials"},
 		{"default denies MCP tools", Approval{}, "mcp__terraform__plan", tools.External, json.RawMessage(`{}`), false, "needs approval"},

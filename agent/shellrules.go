@@ -436,6 +436,9 @@ var credentialNames = func() []string {
 // such as ~/.ss?/id_* (a glob segment needs two literal leading characters to count, so
 // that `cat *` stays allowed).
 func credentialWord(w word) bool {
+	if strings.ContainsAny(w.text, " \n") {
+		return false // prose, such as a commit message that mentions .env
+	}
 	if secretPath(w.text) {
 		return true
 	}
