@@ -310,6 +310,20 @@ var credentialPaths = []string{
 	".netrc", "_netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass", ".vault-token",
 }
 
+// credentialEntry is an entry of credentialPaths split into its segments.
+type credentialEntry struct {
+	segs []string
+	dir  bool
+}
+
+var credentialEntries = func() []credentialEntry {
+	out := make([]credentialEntry, len(credentialPaths))
+	for i, p := range credentialPaths {
+		out[i] = credentialEntry{segs: strings.Split(strings.TrimSuffix(p, "/"), "/"), dir: strings.HasSuffix(p, "/")}
+	}
+	return out
+}()
+
 // secretPath reports whether p names a file that usually holds credentials: a file the
 // file tools withhold, and that shell commands must not read or copy.
 func secretPath(p string) bool {
@@ -323,11 +337,9 @@ func secretPath(p string) bool {
 			return true
 		}
 		segs := pathSegments(part)
-		for _, entry := range credentialPaths {
-			dir := strings.HasSuffix(entry, "/")
-			es := strings.Split(strings.TrimSuffix(entry, "/"), "/")
-			for i := 0; i+len(es) <= len(segs); i++ {
-				if (dir || i+len(es) == len(segs)) && segmentsMatch(segs[i:i+len(es)], es) {
+		for _, e := range credentialEntries {
+			for i := 0; i+len(e.segs) <= len(segs); i++ {
+				if (e.dir || i+len(e.segs) == len(segs)) && slices.Equal(segs[i:i+len(e.segs)], e.segs) {
 					return true
 				}
 			}
@@ -347,10 +359,9 @@ func holdsCredentials(p string) bool {
 		return true
 	}
 	segs := pathSegments(p)
-	for _, entry := range credentialPaths {
-		es := strings.Split(strings.TrimSuffix(entry, "/"), "/")
-		for k := 1; k < len(es) && k <= len(segs); k++ {
-			if segmentsMatch(segs[len(segs)-k:], es[:k]) {
+	for _, e := range credentialEntries {
+		for k := 1; k < len(e.segs) && k <= len(segs); k++ {
+			if slices.Equal(segs[len(segs)-k:], e.segs[:k]) {
 				return true
 			}
 		}
@@ -360,13 +371,6 @@ func holdsCredentials(p string) bool {
 
 // pathSegments splits a path into its segments, without empty and "." ones.
 func pathSegments(p string) []string {
-	var out []string
-	for _, s := range strings.Split(p, "/") {
-		if s != "" && s != "." {
-			out = append(out, s)
-		}
-	}
-	return out
+	out := strings.Split(p, "/")
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" || s == "." })
 }
-
-func segmentsMatch(segs, entry []string) bool { return slices.Equal(segs, entry) }

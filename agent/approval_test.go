@@ -238,6 +238,7 @@ func TestSmartShellCommands(t *testing.T) {
 		"timeout --signal KILL 10 printenv": "environment",
 		"sudo -Eu root printenv":            "environment",
 		"env - printenv":                    "environment",
+		"sudo nice timeout 5 env -i stdbuf -oL flock f su -c 'watch -x printenv'": "environment",
 		// credential directories and files
 		"cp -r ~/.aws x && cat x/credentials":    "credentials",
 		"tar czf a.tgz ~/.aws":                   "credentials",

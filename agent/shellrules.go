@@ -422,8 +422,8 @@ func readsEnviron(w word) bool {
 // credentialPaths and the names secretBase matches anywhere.
 var credentialNames = func() []string {
 	names := []string{".env", ".env.local", ".env.production", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials.json"}
-	for _, entry := range credentialPaths {
-		for _, seg := range strings.Split(strings.TrimSuffix(entry, "/"), "/") {
+	for _, e := range credentialEntries {
+		for _, seg := range e.segs {
 			if !slices.Contains(names, seg) {
 				names = append(names, seg)
 			}

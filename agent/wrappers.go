@@ -84,7 +84,7 @@ var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 // returns "" for a command that runs nothing. A wrapper that hides its command is returned
 // as the program, with the words that hold the command as its arguments.
 func program(w []word) (name string, args []word, nameDynamic bool) {
-	for depth := 0; len(w) > 0 && depth < 32; depth++ {
+	for len(w) > 0 { // each wrapper's command is shorter than it, so this ends
 		if w[0].dynamic {
 			return path.Base(w[0].text), w[1:], true
 		}
@@ -117,51 +117,15 @@ func (wr wrapper) unwrap(name string, w []word) (next []word, done *ran) {
 		// Options, which may also follow the operands (flock FILE -c CMD, su USER -c CMD).
 		// A lone - is an option too (env -, su -).
 		for i < len(w) && strings.HasPrefix(w[i].text, "-") {
-			opt := w[i].text
-			i++
-			if opt == "--" {
+			if w[i].text == "--" {
+				i++
 				break
 			}
-			if strings.HasPrefix(opt, "--") {
-				long, value, hasValue := strings.Cut(opt[2:], "=")
-				switch {
-				case wr.shellLong != "" && long == wr.shellLong:
-					if !hasValue {
-						if i >= len(w) {
-							return nil, &ran{name: name}
-						}
-						return nil, shellRun(w[i])
-					}
-					return nil, shellRun(newWordFrom(w[i-1], value))
-				case wr.execLong != "" && long == wr.execLong:
-					execMode = true
-				case !hasValue && slices.Contains(wr.longValue, long) && i < len(w):
-					i++
-				}
-				continue
+			var exec bool
+			if i, exec, done = wr.option(name, w, i); done != nil {
+				return nil, done
 			}
-			for k := 1; k < len(opt); k++ {
-				c := opt[k]
-				switch {
-				case wr.queryOpts != "" && strings.IndexByte(wr.queryOpts, c) >= 0:
-					return nil, &ran{name: name, args: w[i-1:]}
-				case c == wr.shellOpt && wr.shellOpt != 0:
-					if k+1 < len(opt) {
-						return nil, shellRun(newWordFrom(w[i-1], opt[k+1:]))
-					}
-					if i >= len(w) {
-						return nil, &ran{name: name}
-					}
-					return nil, shellRun(w[i])
-				case c == wr.execOpt && wr.execOpt != 0:
-					execMode = true
-				case strings.IndexByte(wr.valueOpts, c) >= 0:
-					if k+1 == len(opt) && i < len(w) {
-						i++ // the value is the next word
-					}
-					k = len(opt) // the rest of the word is the value
-				}
-			}
+			execMode = execMode || exec
 		}
 		if wr.assigns {
 			for i < len(w) && assignment.MatchString(w[i].text) {
@@ -174,9 +138,62 @@ func (wr wrapper) unwrap(name string, w []word) (next []word, done *ran) {
 		operands--
 		i++
 	}
-	rest := w[i:]
+	return wr.command(name, w[:i], w[i:], execMode)
+}
+
+// option reads the option w[i] and its value. It returns where the next word starts,
+// whether the option makes a runsJoined wrapper run a command (watch -x), and what the
+// wrapper runs when the option settles it (su -c CMD, command -v).
+func (wr wrapper) option(name string, w []word, i int) (next int, exec bool, done *ran) {
+	opt := w[i].text
+	i++
+	if strings.HasPrefix(opt, "--") {
+		long, value, hasValue := strings.Cut(opt[2:], "=")
+		switch {
+		case wr.shellLong != "" && long == wr.shellLong && hasValue:
+			return i, false, shellRun(newWordFrom(w[i-1], value))
+		case wr.shellLong != "" && long == wr.shellLong:
+			if i >= len(w) {
+				return i, false, &ran{name: name}
+			}
+			return i, false, shellRun(w[i])
+		case wr.execLong != "" && long == wr.execLong:
+			return i, true, nil
+		case !hasValue && slices.Contains(wr.longValue, long) && i < len(w):
+			return i + 1, false, nil
+		}
+		return i, false, nil
+	}
+	for k := 1; k < len(opt); k++ {
+		c := opt[k]
+		switch {
+		case strings.IndexByte(wr.queryOpts, c) >= 0:
+			return i, false, &ran{name: name, args: w[i-1:]}
+		case c == wr.shellOpt && wr.shellOpt != 0:
+			if k+1 < len(opt) {
+				return i, false, shellRun(newWordFrom(w[i-1], opt[k+1:]))
+			}
+			if i >= len(w) {
+				return i, false, &ran{name: name}
+			}
+			return i, false, shellRun(w[i])
+		case c == wr.execOpt && wr.execOpt != 0:
+			exec = true
+		case strings.IndexByte(wr.valueOpts, c) >= 0:
+			if k+1 == len(opt) && i < len(w) {
+				i++ // the value is the next word
+			}
+			return i, exec, nil // the rest of the word is the value
+		}
+	}
+	return i, exec, nil
+}
+
+// command returns what a wrapper runs given its options and operands (opts) and the
+// words after them (rest).
+func (wr wrapper) command(name string, opts, rest []word, execMode bool) (next []word, done *ran) {
 	if wr.fromInput {
-		if repl := xargsReplace(w[:i]); repl != "" {
+		if repl := xargsReplace(opts); repl != "" {
 			// -I puts each input line where repl stands, so those words are generated:
 			// `curl … | xargs -I{} sh -c {}` runs downloaded code.
 			rest = fromInput(rest, repl)
@@ -185,9 +202,7 @@ func (wr wrapper) unwrap(name string, w []word) (next []word, done *ran) {
 	switch {
 	case wr.rest == runsHidden:
 		return nil, &ran{name: name, args: rest}
-	case wr.rest == runsNothing:
-		return nil, &ran{name: wr.bare}
-	case len(rest) == 0:
+	case wr.rest == runsNothing || len(rest) == 0:
 		return nil, &ran{name: wr.bare}
 	case wr.rest == runsShellArgs:
 		return nil, &ran{name: "sh", args: rest}
