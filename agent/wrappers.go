@@ -10,7 +10,7 @@ import (
 // Wrappers are programs that run another command: sudo printenv, timeout 5 printenv,
 // su -c 'printenv'. The rules judge the command a wrapper runs, so program looks through
 // every wrapper in this table; a wrapper that takes a shell command line is judged as
-// sh -c of it, and one whose command cannot be found reliably is denied (hidesCommand).
+// sh -c of it, and one whose command cannot be found reliably is denied (runsHidden).
 
 // wrapperRuns says what a wrapper does with the words after its options and operands.
 type wrapperRuns int
@@ -35,6 +35,10 @@ type wrapper struct {
 	// (su -c, script --command).
 	shellOpt  byte
 	shellLong string
+	// splitOpt / splitLong name the option whose value, with the words after it, is a
+	// command line the wrapper splits and runs (env -S 'sh -c' CMD).
+	splitOpt  byte
+	splitLong string
 	// queryOpts are short options that make the wrapper run nothing (command -v).
 	queryOpts string
 	// execOpt switches a runsJoined wrapper to running its words as a command (watch -x).
@@ -47,35 +51,60 @@ type wrapper struct {
 }
 
 var wrappers = map[string]wrapper{
-	"sudo":     {valueOpts: "ugCDhprtUTR", longValue: []string{"user", "group", "chdir", "close-from", "host", "prompt", "role", "type", "other-user", "command-timeout", "chroot"}},
-	"doas":     {valueOpts: "uC"},
-	"env":      {valueOpts: "uCS", longValue: []string{"unset", "chdir", "split-string"}, assigns: true, bare: "env"},
-	"command":  {queryOpts: "vV"},
-	"builtin":  {},
-	"exec":     {valueOpts: "a"},
-	"nohup":    {},
-	"time":     {valueOpts: "fo", longValue: []string{"format", "output"}},
-	"nice":     {valueOpts: "n", longValue: []string{"adjustment"}},
-	"ionice":   {valueOpts: "cnpPu", longValue: []string{"class", "classdata", "pid", "pgid", "uid"}},
-	"stdbuf":   {valueOpts: "ioe", longValue: []string{"input", "output", "error"}},
-	"setsid":   {},
-	"chronic":  {},
-	"unbuffer": {},
-	"busybox":  {},
-	"timeout":  {valueOpts: "sk", longValue: []string{"signal", "kill-after"}, operands: 1},
-	"taskset":  {operands: 1},
-	"chrt":     {valueOpts: "TPD", longValue: []string{"sched-runtime", "sched-period", "sched-deadline"}, operands: 1},
-	"flock":    {valueOpts: "wE", longValue: []string{"timeout", "conflict-exit-code"}, operands: 1, shellOpt: 'c', shellLong: "command"},
-	"chroot":   {longValue: []string{"userspec", "groups"}, operands: 1, bare: "sh"},
-	"unshare":  {valueOpts: "SGRw", longValue: []string{"setuid", "setgid", "root", "wd", "map-user", "map-group", "propagation"}, bare: "sh"},
-	"nsenter":  {valueOpts: "tSGw", longValue: []string{"target", "setuid", "setgid", "wd"}, bare: "sh"},
-	"su":       {valueOpts: "gGsw", longValue: []string{"group", "supp-group", "shell", "whitelist-environment"}, operands: 1, shellOpt: 'c', shellLong: "command", rest: runsShellArgs, bare: "sh"},
-	"script":   {valueOpts: "EIOBT", longValue: []string{"echo", "log-in", "log-out", "log-io", "log-timing", "logging-format"}, shellOpt: 'c', shellLong: "command", rest: runsNothing, bare: "sh"},
-	"watch":    {valueOpts: "nq", longValue: []string{"interval", "equexit"}, execOpt: 'x', execLong: "exec", rest: runsJoined},
-	"xargs":    {valueOpts: "InPdLsaE", fromInput: true, bare: "echo"},
-	"parallel": {rest: runsHidden},
-	"sem":      {rest: runsHidden},
-	"ssh":      {valueOpts: "BbcDEeFIiJLlmOopQRSWw", operands: 1, rest: runsHidden},
+	// sudo -s and doas -s without a command run a shell that reads stdin.
+	"sudo":             {valueOpts: "ugCDhprtUTR", longValue: []string{"user", "group", "chdir", "close-from", "host", "prompt", "role", "type", "other-user", "command-timeout", "chroot"}, bare: "sh"},
+	"doas":             {valueOpts: "uC", bare: "sh"},
+	"env":              {valueOpts: "uC", longValue: []string{"unset", "chdir"}, splitOpt: 'S', splitLong: "split-string", assigns: true, bare: "env"},
+	"command":          {queryOpts: "vV"},
+	"builtin":          {},
+	"exec":             {valueOpts: "a"},
+	"nohup":            {},
+	"time":             {valueOpts: "fo", longValue: []string{"format", "output"}},
+	"nice":             {valueOpts: "n", longValue: []string{"adjustment"}},
+	"ionice":           {valueOpts: "cnpPu", longValue: []string{"class", "classdata", "pid", "pgid", "uid"}},
+	"stdbuf":           {valueOpts: "ioe", longValue: []string{"input", "output", "error"}},
+	"setsid":           {},
+	"chronic":          {},
+	"unbuffer":         {},
+	"busybox":          {},
+	"timeout":          {valueOpts: "sk", longValue: []string{"signal", "kill-after"}, operands: 1},
+	"taskset":          {operands: 1},
+	"chrt":             {valueOpts: "TPD", longValue: []string{"sched-runtime", "sched-period", "sched-deadline"}, operands: 1},
+	"flock":            {valueOpts: "wE", longValue: []string{"timeout", "conflict-exit-code"}, operands: 1, shellOpt: 'c', shellLong: "command"},
+	"chroot":           {longValue: []string{"userspec", "groups"}, operands: 1, bare: "sh"},
+	"unshare":          {valueOpts: "SGRw", longValue: []string{"setuid", "setgid", "root", "wd", "map-user", "map-group", "propagation"}, bare: "sh"},
+	"nsenter":          {valueOpts: "tSGw", longValue: []string{"target", "setuid", "setgid", "wd"}, bare: "sh"},
+	"su":               {valueOpts: "gGsw", longValue: []string{"group", "supp-group", "shell", "whitelist-environment"}, operands: 1, shellOpt: 'c', shellLong: "command", rest: runsShellArgs, bare: "sh"},
+	"script":           {valueOpts: "EIOBT", longValue: []string{"echo", "log-in", "log-out", "log-io", "log-timing", "logging-format"}, shellOpt: 'c', shellLong: "command", rest: runsNothing, bare: "sh"},
+	"watch":            {valueOpts: "nq", longValue: []string{"interval", "equexit"}, execOpt: 'x', execLong: "exec", rest: runsJoined},
+	"xargs":            {valueOpts: "InPdLsaE", fromInput: true, bare: "echo"},
+	"runuser":          {rest: runsHidden},                             // su-style or, with -u, a command: too ambiguous to read
+	"sg":               {operands: 1, shellOpt: 'c', rest: runsJoined}, // sg GROUP CMD runs CMD with sh -c
+	"entr":             {rest: runsJoined},
+	"strace":           {valueOpts: "eoOpsuEPSXbIa", longValue: []string{"output", "attach", "user", "env", "trace"}},
+	"ltrace":           {valueOpts: "eoOpsunaADFlxL", longValue: []string{"output", "align", "indent"}},
+	"fakeroot":         {valueOpts: "lsi", longValue: []string{"lib", "faked"}},
+	"faketime":         {valueOpts: "m", operands: 1},
+	"firejail":         {},
+	"tini":             {valueOpts: "ep"},
+	"dumb-init":        {valueOpts: "r", longValue: []string{"rewrite"}},
+	"gosu":             {operands: 1},
+	"su-exec":          {operands: 1},
+	"setpriv":          {},
+	"prlimit":          {valueOpts: "p", longValue: []string{"pid"}},
+	"numactl":          {valueOpts: "CNmpPiw"},
+	"cgexec":           {valueOpts: "g"},
+	"sshpass":          {valueOpts: "pfdP"},
+	"pkexec":           {longValue: []string{"user"}},
+	"dbus-run-session": {longValue: []string{"config-file", "dbus-daemon"}},
+	"xvfb-run":         {valueOpts: "nsfep", longValue: []string{"server-num", "server-args", "auth-file", "error-file", "xauth-protocol"}},
+	"bwrap":            {rest: runsHidden},
+	"systemd-run":      {rest: runsHidden},
+	"tmux":             {rest: runsHidden},
+	"screen":           {rest: runsHidden},
+	"parallel":         {rest: runsHidden},
+	"sem":              {rest: runsHidden},
+	"ssh":              {valueOpts: "BbcDEeFIiJLlmOopQRSWw", operands: 1, rest: runsHidden},
 }
 
 var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
@@ -143,20 +172,17 @@ func (wr wrapper) unwrap(name string, w []word) (next []word, done *ran) {
 
 // option reads the option w[i] and its value. It returns where the next word starts,
 // whether the option makes a runsJoined wrapper run a command (watch -x), and what the
-// wrapper runs when the option settles it (su -c CMD, command -v).
+// wrapper runs when the option settles it (su -c CMD, env -S CMD, command -v).
 func (wr wrapper) option(name string, w []word, i int) (next int, exec bool, done *ran) {
 	opt := w[i].text
 	i++
 	if strings.HasPrefix(opt, "--") {
 		long, value, hasValue := strings.Cut(opt[2:], "=")
 		switch {
-		case wr.shellLong != "" && long == wr.shellLong && hasValue:
-			return i, false, shellRun(newWordFrom(w[i-1], value))
 		case wr.shellLong != "" && long == wr.shellLong:
-			if i >= len(w) {
-				return i, false, &ran{name: name}
-			}
-			return i, false, shellRun(w[i])
+			return i, false, wr.code(name, w, i, value, hasValue, false)
+		case wr.splitLong != "" && long == wr.splitLong:
+			return i, false, wr.code(name, w, i, value, hasValue, true)
 		case wr.execLong != "" && long == wr.execLong:
 			return i, true, nil
 		case !hasValue && slices.Contains(wr.longValue, long) && i < len(w):
@@ -165,28 +191,43 @@ func (wr wrapper) option(name string, w []word, i int) (next int, exec bool, don
 		return i, false, nil
 	}
 	for k := 1; k < len(opt); k++ {
-		c := opt[k]
+		c, attached := opt[k], opt[k+1:]
 		switch {
 		case strings.IndexByte(wr.queryOpts, c) >= 0:
 			return i, false, &ran{name: name, args: w[i-1:]}
 		case c == wr.shellOpt && wr.shellOpt != 0:
-			if k+1 < len(opt) {
-				return i, false, shellRun(newWordFrom(w[i-1], opt[k+1:]))
-			}
-			if i >= len(w) {
-				return i, false, &ran{name: name}
-			}
-			return i, false, shellRun(w[i])
+			return i, false, wr.code(name, w, i, attached, attached != "", false)
+		case c == wr.splitOpt && wr.splitOpt != 0:
+			return i, false, wr.code(name, w, i, attached, attached != "", true)
 		case c == wr.execOpt && wr.execOpt != 0:
 			exec = true
 		case strings.IndexByte(wr.valueOpts, c) >= 0:
-			if k+1 == len(opt) && i < len(w) {
+			if attached == "" && i < len(w) {
 				i++ // the value is the next word
 			}
 			return i, exec, nil // the rest of the word is the value
 		}
 	}
 	return i, exec, nil
+}
+
+// code is what a wrapper runs given the command line of its shell or split option: the
+// option's attached value (--command=CMD, -cCMD) or else the next word, followed, for a
+// split option, by the words after it.
+func (wr wrapper) code(name string, w []word, i int, attached string, hasAttached, split bool) *ran {
+	var words []word
+	switch {
+	case hasAttached:
+		words = append(words, newWordFrom(w[i-1], attached))
+	case i < len(w):
+		words, i = append(words, w[i]), i+1
+	case !split:
+		return &ran{name: name}
+	}
+	if split {
+		words = append(words, w[i:]...)
+	}
+	return shellRun(joinFields(words))
 }
 
 // command returns what a wrapper runs given its options and operands (opts) and the
