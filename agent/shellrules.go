@@ -156,6 +156,7 @@ var programRules = map[string]programRule{
 	"ps":     psEnvironment,
 	"jq":     jqEnvironment,
 	"gojq":   jqEnvironment,
+	"yq":     jqEnvironment,
 	"cp":     copiesCredentials, "mv": copiesCredentials, "ln": copiesCredentials, "rsync": copiesCredentials,
 	"scp": copiesCredentials, "rclone": copiesCredentials, "tar": copiesCredentials, "zip": copiesCredentials,
 	"7z": copiesCredentials, "7za": copiesCredentials, "cpio": copiesCredentials, "pax": copiesCredentials,
@@ -193,8 +194,8 @@ func psEnvironment(_ string, args []word) Decision {
 
 var psLongValue = []string{"format", "sort", "pid", "ppid", "user", "User", "group", "Group", "tty", "sid", "cols", "columns", "rows", "lines", "width", "quick-pid"}
 
-// jqEnv is jq's access to the environment: the env builtin and $ENV.
-var jqEnv = regexp.MustCompile(`(^|[^A-Za-z0-9_.$])env([^A-Za-z0-9_]|$)|\$ENV\b|\$__prog_env`)
+// jqEnv is jq's access to the environment: the env builtin and $ENV (yq adds strenv).
+var jqEnv = regexp.MustCompile(`(^|[^A-Za-z0-9_.$])(str)?env([^A-Za-z0-9_]|$)|\$ENV\b`)
 
 // jqEnvironment denies a jq program that reads the environment (jq -n env, jq -n '$ENV').
 func jqEnvironment(name string, args []word) Decision {
