@@ -350,7 +350,10 @@ func secretPath(p string) bool {
 
 // holdsCredentials reports whether p is a directory that contains one of credentialPaths
 // (~/.docker, ~/.config, the home directory itself): copying or archiving it copies them.
-func holdsCredentials(p string) bool {
+func holdsCredentials(p string) bool { return isHomeDir(p) || holdsCredentialFile(p) }
+
+// isHomeDir reports whether p is a home directory (~, $HOME, /root, /home/NAME).
+func isHomeDir(p string) bool {
 	p = strings.TrimRight(strings.Trim(p, `"'`), "/")
 	switch {
 	case p == "~" || p == "$HOME" || p == "${HOME}" || p == "/root":
@@ -358,7 +361,13 @@ func holdsCredentials(p string) bool {
 	case strings.HasPrefix(p, "/home/") && !strings.Contains(p[len("/home/"):], "/"):
 		return true
 	}
-	segs := pathSegments(p)
+	return false
+}
+
+// holdsCredentialFile reports whether p is a directory on the way to one of
+// credentialPaths (.docker for .docker/config.json, .config for .config/gh/hosts.yml).
+func holdsCredentialFile(p string) bool {
+	segs := pathSegments(strings.Trim(p, `"'`))
 	for _, e := range credentialEntries {
 		for k := 1; k < len(e.segs) && k <= len(segs); k++ {
 			if slices.Equal(segs[len(segs)-k:], e.segs[:k]) {

@@ -122,6 +122,7 @@ func TestSmartShellCommands(t *testing.T) {
 		"env -S'make test'", "sudo -v", "sg docker 'make test'", "xvfb-run -a npm test", "strace -c make", "bwrap --version",
 		"ls ~/.docker", "cat ~/.cargo/config.toml", "cp -r ~/.cargo/bin x", "cat .cargo/config.toml",
 		"rm -rf ~/.gradle/caches", "cd ~ && ls", "tar czf build.tgz ./dist",
+		"ls ~/*", "cat ~/.cache/*", "cd ~/.cache/go-build && ls",
 	}
 	denied := map[string]string{
 		"env":                                     "environment",
@@ -274,6 +275,11 @@ func TestSmartShellCommands(t *testing.T) {
 		"tar czf h.tgz ~":                        "credentials",
 		"rsync -a /home/ci/ x":                   "credentials",
 		"grep -r token ~/.docker":                "credentials",
+		"cd ~/.docker && cat config.json":        "credentials",
+		"cd ~ && cd .config && cat gh/hosts.yml": "credentials",
+		"cat ~/.docker/*":                        "credentials",
+		"cat ~/.*":                               "credentials",
+		"tail -n+1 /root/.n*":                    "credentials",
 		"ln -s ~/.docker d && cat d/config.json": "credentials",
 	}
 	c, err := Approval{Mode: ModeSmart}.compile()

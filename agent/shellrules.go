@@ -157,7 +157,8 @@ var programRules = map[string]programRule{
 	"jq":     jqEnvironment,
 	"gojq":   jqEnvironment,
 	"yq":     jqEnvironment,
-	"cp":     copiesCredentials, "mv": copiesCredentials, "ln": copiesCredentials, "rsync": copiesCredentials,
+	"cd":     entersCredentials, "pushd": entersCredentials,
+	"cp": copiesCredentials, "mv": copiesCredentials, "ln": copiesCredentials, "rsync": copiesCredentials,
 	"scp": copiesCredentials, "rclone": copiesCredentials, "tar": copiesCredentials, "zip": copiesCredentials,
 	"7z": copiesCredentials, "7za": copiesCredentials, "cpio": copiesCredentials, "pax": copiesCredentials,
 	"grep": copiesCredentials, "egrep": copiesCredentials, "rg": copiesCredentials, "ag": copiesCredentials, "find": copiesCredentials,
@@ -215,6 +216,17 @@ func jqEnvironment(name string, args []word) Decision {
 				return deny("%s code that reads the environment (env, $ENV) is denied: it holds secrets", name)
 			}
 			return allow()
+		}
+	}
+	return allow()
+}
+
+// entersCredentials denies cd into a directory that holds credential files (cd ~/.docker
+// && cat config.json), whose names would then be relative.
+func entersCredentials(name string, args []word) Decision {
+	for _, a := range operands(args) {
+		if holdsCredentialFile(a.text) {
+			return deny("%s %s enters a directory that holds credential files; reading or copying credentials is denied", name, a.text)
 		}
 	}
 	return allow()
@@ -434,8 +446,10 @@ var credentialNames = func() []string {
 }()
 
 // credentialWord reports whether a word names a credentials file, literally or as a glob
-// such as ~/.ss?/id_* (a glob segment needs two literal leading characters to count, so
-// that `cat *` stays allowed).
+// such as ~/.ss?/id_*. A glob segment counts when it has two literal leading characters
+// (so that `cat *` stays allowed) or when it lists a directory that holds credentials
+// (~/.docker/*, and ~/.* in a home directory); like the shell, it only matches a
+// leading dot when it starts with one.
 func credentialWord(w word) bool {
 	if strings.ContainsAny(w.text, " \n") {
 		return false // prose, such as a commit message that mentions .env
@@ -446,15 +460,17 @@ func credentialWord(w word) bool {
 	if !strings.ContainsAny(w.pattern, "*?[") {
 		return false
 	}
+	textSegs, patSegs := strings.Split(w.text, "/"), strings.Split(w.pattern, "/")
 	candidates := []string{""}
-	for i, seg := range strings.Split(w.pattern, "/") {
+	for i, seg := range patSegs {
 		var next []string
 		options := []string{seg}
 		if strings.ContainsAny(seg, "*?[") {
 			options = nil
-			if lit := strings.IndexAny(seg, "*?["); lit >= 2 {
+			inHome := len(textSegs) == len(patSegs) && i > 0 && isHomeDir(strings.Join(textSegs[:i], "/"))
+			if strings.IndexAny(seg, "*?[") >= 2 || slices.ContainsFunc(candidates, holdsCredentialFile) || (inHome && strings.HasPrefix(seg, ".")) {
 				for _, n := range credentialNames {
-					if globMatch(seg, n) {
+					if globMatch(seg, n) && (strings.HasPrefix(seg, ".") || !strings.HasPrefix(n, ".")) {
 						options = append(options, n)
 					}
 				}
