@@ -229,6 +229,7 @@ func New(opts Options) (*Agent, error) {
 		HTTPClient:  opts.FetchClient,
 		ExecEnv:     opts.ExecEnv,
 		MaxOutput:   opts.MaxToolOutput,
+		Withheld:    policy.withholds,
 	}
 	a.tools = append(tools.All(a.env), opts.ExtraTools...)
 	a.byName = map[string]tools.Tool{}

@@ -916,3 +916,73 @@ func TestPanicInParallelToolCallIsAnError(t *testing.T) {
 		t.Fatalf("Run() error = %v, want the recovered panic", err)
 	}
 }
+
+// TestGrepWithholdsWhatReadRefuses: a grep over a directory leaves out the files
+// read_file is refused (.env, ~/.aws/…) in the modes that refuse them, and shows them
+// under -y, where read_file shows them too.
+func TestGrepWithholdsWhatReadRefuses(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []agent.Mode{agent.ModeDefault, agent.ModeSmart, agent.ModeYes} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, script(
+				modeltest.Step{ToolCalls: []modeltest.ToolCall{
+					call("grep", map[string]any{"pattern": "TOKEN"}),
+					call("grep", map[string]any{"pattern": "TOKEN", "files_only": true}),
+					call("grep", map[string]any{"pattern": "TOKEN", "path": "deploy"}),
+					call("read_file", map[string]any{"path": "deploy/.env.production"}),
+				}},
+				modeltest.Step{Text: "done"},
+			), setup{configure: func(o *agent.Options) { o.Approval = agent.Approval{Mode: mode} }})
+			for rel, content := range map[string]string{
+				".env":                   "TOKEN=dotenv-canary\n",
+				"deploy/.env.production": "TOKEN=prod-canary\n",
+				"home/.aws/credentials":  "TOKEN=aws-canary\n",
+				"my dir/.env":            "TOKEN=spaced-canary\n",
+				"app.go":                 "var TOKEN = os.Getenv(\"TOKEN\")\n",
+				".env.example":           "TOKEN=example-value\n",
+				"odd:1:name.txt":         "TOKEN in an odd file name\n",
+			} {
+				p := filepath.Join(h.dir, filepath.FromSlash(rel))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := h.agent.Run(t.Context(), "search"); err != nil {
+				t.Fatal(err)
+			}
+			res := lastResults(t, h.srv, 2)
+			all, names, sub, read := res[0].Content, res[1].Content, res[2].Content, res[3]
+			for _, want := range []string{"app.go:1:", ".env.example:1:", "odd:1:name.txt:1:"} {
+				if !strings.Contains(all, want) {
+					t.Errorf("grep lost %s: %q", want, all)
+				}
+			}
+			if mode == agent.ModeYes {
+				if !strings.Contains(all, "dotenv-canary") || !strings.Contains(sub, "prod-canary") || !strings.Contains(read.Content, "prod-canary") {
+					t.Errorf("-y withheld a file: grep %q, sub %q, read %q", all, sub, read.Content)
+				}
+				return
+			}
+			if !read.IsError || strings.Contains(read.Content, "prod-canary") {
+				t.Errorf("read_file of .env.production = %+v, want refused", read)
+			}
+			for _, canary := range []string{"dotenv-canary", "prod-canary", "aws-canary", "spaced-canary"} {
+				if strings.Contains(all, canary) || strings.Contains(sub, canary) {
+					t.Errorf("grep showed %s in %s mode: %q %q", canary, mode, all, sub)
+				}
+			}
+			for _, name := range []string{".env\n", ".env.production", ".aws/credentials"} {
+				if strings.Contains(names, name) {
+					t.Errorf("grep files_only listed %s in %s mode: %q", name, mode, names)
+				}
+			}
+			if !strings.Contains(sub, "No matches") {
+				t.Errorf("grep of a directory holding only a withheld file = %q, want no matches", sub)
+			}
+		})
+	}
+}

@@ -224,6 +224,10 @@ func secretPathArg(name string, input json.RawMessage) string {
 	return ""
 }
 
+// withholds is the file tools' rule for what the model must not read: the credentials
+// files read_file is refused, unless -y lifted the check.
+func (c *compiled) withholds(p string) bool { return c.Mode != ModeYes && secretPath(p) }
+
 // checkPatterns applies the deny patterns (every mode) or, with allowList, the allow
 // patterns to every simple command the line would run.
 func (c *compiled) checkDenyPatterns(command string) Decision {
@@ -291,15 +295,40 @@ func (c *compiled) checkCommand(command string) Decision {
 }
 
 var (
-	secretBase = regexp.MustCompile(`^(\.env(\..+)?|\.netrc|_netrc|\.git-credentials|\.pgpass|\.npmrc|\.pypirc|id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials\.json|\.vault-token)$`)
-	secretDirs = regexp.MustCompile(`(^|/)(\.ssh|\.gnupg)(/|$)|(^|/)\.aws/credentials$|(^|/)\.docker/config\.json$|(^|/)\.kube/config$|(^|/)\.config/gcloud(/|$)|(^|/)\.azure(/|$)`)
+	secretBase = regexp.MustCompile(`^(\.env(\..+)?|id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials\.json)$`)
 	safeEnv    = regexp.MustCompile(`^\.env(\..+)?\.(example|sample|template|dist|defaults)$`)
 )
 
-// secretPath reports whether p names a file that usually holds credentials.
+// credentialPaths are the credential files and directories of common tools, as they sit
+// in a home directory. A path names one when its last segments are the entry's (so
+// ~/.kube/config, /root/.kube/config and .kube/config all do); an entry ending in / is a
+// directory that is credentials as a whole, so everything under it counts too.
+var credentialPaths = []string{
+	".ssh/", ".gnupg/", ".aws/", ".azure/", ".config/gcloud/",
+	".docker/config.json", ".kube/config", ".config/gh/hosts.yml",
+	".cargo/credentials", ".cargo/credentials.toml", ".gradle/gradle.properties",
+	".netrc", "_netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass", ".vault-token",
+}
+
+// credentialEntry is an entry of credentialPaths split into its segments.
+type credentialEntry struct {
+	segs []string
+	dir  bool
+}
+
+var credentialEntries = func() []credentialEntry {
+	out := make([]credentialEntry, len(credentialPaths))
+	for i, p := range credentialPaths {
+		out[i] = credentialEntry{segs: strings.Split(strings.TrimSuffix(p, "/"), "/"), dir: strings.HasSuffix(p, "/")}
+	}
+	return out
+}()
+
+// secretPath reports whether p names a file that usually holds credentials: a file the
+// file tools withhold, and that shell commands must not read or copy.
 func secretPath(p string) bool {
 	p = strings.Trim(p, `"'`)
-	if p == "" || strings.ContainsAny(p, " \n") {
+	if p == "" {
 		return false
 	}
 	for _, part := range strings.Split(p, "=") { // --file=.env
@@ -307,9 +336,50 @@ func secretPath(p string) bool {
 		if secretBase.MatchString(base) && !safeEnv.MatchString(base) {
 			return true
 		}
-		if secretDirs.MatchString(part) {
-			return true
+		segs := pathSegments(part)
+		for _, e := range credentialEntries {
+			for i := 0; i+len(e.segs) <= len(segs); i++ {
+				if (e.dir || i+len(e.segs) == len(segs)) && slices.Equal(segs[i:i+len(e.segs)], e.segs) {
+					return true
+				}
+			}
 		}
 	}
 	return false
+}
+
+// holdsCredentials reports whether p is a directory that contains one of credentialPaths
+// (~/.docker, ~/.config, the home directory itself): copying or archiving it copies them.
+func holdsCredentials(p string) bool { return isHomeDir(p) || holdsCredentialFile(p) }
+
+// isHomeDir reports whether p is a home directory (~, $HOME, /root, /home/NAME).
+func isHomeDir(p string) bool {
+	p = strings.TrimRight(strings.Trim(p, `"'`), "/")
+	switch {
+	case p == "~" || p == "$HOME" || p == "${HOME}" || p == "/root":
+		return true
+	case strings.HasPrefix(p, "/home/") && !strings.Contains(p[len("/home/"):], "/"):
+		return true
+	}
+	return false
+}
+
+// holdsCredentialFile reports whether p is a directory on the way to one of
+// credentialPaths (.docker for .docker/config.json, .config for .config/gh/hosts.yml).
+func holdsCredentialFile(p string) bool {
+	segs := pathSegments(strings.Trim(p, `"'`))
+	for _, e := range credentialEntries {
+		for k := 1; k < len(e.segs) && k <= len(segs); k++ {
+			if slices.Equal(segs[len(segs)-k:], e.segs[:k]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pathSegments splits a path into its segments, without empty and "." ones.
+func pathSegments(p string) []string {
+	out := strings.Split(p, "/")
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" || s == "." })
 }

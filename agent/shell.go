@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -620,80 +618,6 @@ func (a *analysis) markFetchedPipes() {
 			}
 		}
 	}
-}
-
-var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
-
-// program finds the program a simple command runs, behind wrappers such as sudo, env,
-// timeout and xargs. It returns "" for a command that runs nothing.
-func program(w []word) (name string, args []word, nameDynamic bool) {
-	i := 0
-	skipOpts := func(withValue string) {
-		for i < len(w) && strings.HasPrefix(w[i].text, "-") && w[i].text != "-" {
-			opt := w[i].text
-			i++
-			if opt == "--" {
-				return
-			}
-			if len(opt) == 2 && strings.Contains(withValue, opt[1:]) && i < len(w) {
-				i++ // the option's value
-			}
-		}
-	}
-	for i < len(w) {
-		if w[i].dynamic {
-			return path.Base(w[i].text), w[i+1:], true
-		}
-		base := path.Base(w[i].text)
-		switch base {
-		case "sudo", "doas":
-			i++
-			skipOpts("ugCDhprtU")
-			continue
-		case "env":
-			i++
-			for i < len(w) && (strings.HasPrefix(w[i].text, "-") || assignment.MatchString(w[i].text)) {
-				opt := w[i].text
-				i++
-				if (opt == "-u" || opt == "-C" || opt == "-S") && i < len(w) {
-					i++
-				}
-			}
-			if i >= len(w) {
-				return "env", nil, false
-			}
-			continue
-		case "command", "builtin", "exec", "nohup", "time", "nice", "ionice", "stdbuf", "setsid", "chronic", "unbuffer", "busybox":
-			if base == "command" && i+1 < len(w) && (w[i+1].text == "-v" || w[i+1].text == "-V") {
-				return "command", w[i+1:], false
-			}
-			i++
-			skipOpts("nco")
-			continue
-		case "timeout":
-			i++
-			skipOpts("sk")
-			if i < len(w) {
-				i++ // the duration
-			}
-			continue
-		case "xargs":
-			repl := xargsReplace(w[i+1:])
-			i++
-			skipOpts("InPdLsaE")
-			if i >= len(w) {
-				return "echo", nil, false
-			}
-			if repl != "" {
-				// -I puts each input line where repl stands, so those words are
-				// generated: `curl … | xargs -I{} sh -c {}` runs downloaded code.
-				w = append(w[:i:i], fromInput(w[i:], repl)...)
-			}
-			continue
-		}
-		return base, w[i+1:], false
-	}
-	return "", nil, false
 }
 
 // xargsReplace returns the replace string xargs options set (-I R, -IR, -i, -iR,

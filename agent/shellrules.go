@@ -74,6 +74,12 @@ var commandRules = []commandRule{
 		}
 		return allow()
 	},
+	func(c *simpleCmd) Decision {
+		if name, args, _ := program(c.args); wrappers[name].rest == runsHidden && len(args) > 0 {
+			return deny("%s runs a command smart mode cannot find reliably (%s); run the command directly instead", name, joinFields(args).text)
+		}
+		return allow()
+	},
 	interpreterCode,
 	pipedIntoInterpreter,
 }
@@ -87,12 +93,13 @@ var programRules = map[string]programRule{
 		}
 		return allow()
 	},
+	"local":    declaresPrint,
 	"export":   declaresPrint,
 	"declare":  declaresPrint,
 	"typeset":  declaresPrint,
 	"readonly": declaresPrint,
 	"compgen": func(_ string, args []word) Decision {
-		if hasArg(args, "-v") || hasArg(args, "-e") {
+		if hasArg(args, "-v") || hasArg(args, "-e") || hasArg(args, "variable") || hasArg(args, "export") {
 			return deny("compgen -v/-e lists the environment")
 		}
 		return allow()
@@ -146,6 +153,94 @@ var programRules = map[string]programRule{
 	"trap":   generatedCode,
 	"source": sourced,
 	".":      sourced,
+	"ps":     psEnvironment,
+	"jq":     jqEnvironment,
+	"gojq":   jqEnvironment,
+	"yq":     jqEnvironment,
+	"cd":     entersCredentials, "pushd": entersCredentials,
+	"cp": copiesCredentials, "mv": copiesCredentials, "ln": copiesCredentials, "rsync": copiesCredentials,
+	"scp": copiesCredentials, "rclone": copiesCredentials, "tar": copiesCredentials, "zip": copiesCredentials,
+	"7z": copiesCredentials, "7za": copiesCredentials, "cpio": copiesCredentials, "pax": copiesCredentials,
+	"grep": copiesCredentials, "egrep": copiesCredentials, "rg": copiesCredentials, "ag": copiesCredentials, "find": copiesCredentials,
+}
+
+// psEnvironment denies ps with BSD's e flag (ps e, ps axe, ps eww), which prints each
+// process's environment after its command. ps -e (every process) is fine; ps -E is
+// the environment on BSD and macOS.
+func psEnvironment(_ string, args []word) Decision {
+	valueNext := false
+	for _, a := range args {
+		t := a.text
+		if valueNext {
+			valueNext = false
+			continue
+		}
+		switch {
+		case t == "-E":
+			return deny("ps -E prints every process's environment, which holds secrets")
+		case strings.HasPrefix(t, "--"):
+			valueNext = !strings.Contains(t, "=") && slices.Contains(psLongValue, t[2:])
+		case strings.HasPrefix(t, "-"):
+			valueNext = len(t) >= 2 && strings.ContainsRune("oOpqsuUgGtCN", rune(t[len(t)-1]))
+		case strings.Trim(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == "":
+			// BSD options: letters without a dash; o, O, p, q, t, U take a value.
+			if strings.ContainsRune(t, 'e') {
+				return deny("ps %s prints each process's environment (the e flag), which holds secrets", t)
+			}
+			valueNext = strings.ContainsAny(t[len(t)-1:], "oOpqtU")
+		}
+	}
+	return allow()
+}
+
+var psLongValue = []string{"format", "sort", "pid", "ppid", "user", "User", "group", "Group", "tty", "sid", "cols", "columns", "rows", "lines", "width", "quick-pid"}
+
+// jqEnv is jq's access to the environment: the env builtin and $ENV (yq adds strenv).
+var jqEnv = regexp.MustCompile(`(^|[^A-Za-z0-9_.$])(str)?env([^A-Za-z0-9_]|$)|\$ENV\b`)
+
+// jqEnvironment denies a jq program that reads the environment (jq -n env, jq -n '$ENV').
+func jqEnvironment(name string, args []word) Decision {
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "--arg" || t == "--argjson" || t == "--slurpfile" || t == "--rawfile":
+			i += 2
+		case t == "--indent" || t == "-L" || t == "--library-path":
+			i++
+		case t == "--args" || t == "--jsonargs":
+			return allow() // positional values follow, not code
+		case strings.HasPrefix(t, "-"):
+		default:
+			// The first operand is the program; the rest are files.
+			if jqEnv.MatchString(t) {
+				return deny("%s code that reads the environment (env, $ENV) is denied: it holds secrets", name)
+			}
+			return allow()
+		}
+	}
+	return allow()
+}
+
+// entersCredentials denies cd into a directory that holds credential files (cd ~/.docker
+// && cat config.json), whose names would then be relative.
+func entersCredentials(name string, args []word) Decision {
+	for _, a := range operands(args) {
+		if holdsCredentialFile(a.text) {
+			return deny("%s %s enters a directory that holds credential files; reading or copying credentials is denied", name, a.text)
+		}
+	}
+	return allow()
+}
+
+// copiesCredentials denies copying, archiving or searching a directory that holds
+// credential files (cp -r ~/.docker x, tar czf x.tgz ~, grep -r token ~/.config).
+func copiesCredentials(name string, args []word) Decision {
+	for _, a := range operands(args) {
+		if holdsCredentials(a.text) {
+			return deny("%s %s would read the credential files in it; reading or copying credentials is denied", name, a.text)
+		}
+	}
+	return allow()
 }
 
 func printsEnvironment(name string, _ []word) Decision {
@@ -154,7 +249,7 @@ func printsEnvironment(name string, _ []word) Decision {
 
 func declaresPrint(name string, args []word) Decision {
 	if len(operands(args)) == 0 && (len(args) == 0 || slices.ContainsFunc(args, func(a word) bool { return strings.ContainsAny(a.text, "px") })) {
-		return deny("%s %s prints the environment, which holds secrets", name, joinFields(args).text)
+		return deny("%s prints the environment, which holds secrets", strings.TrimSpace(name+" "+joinFields(args).text))
 	}
 	return allow()
 }
@@ -336,32 +431,46 @@ func readsEnviron(w word) bool {
 	return slices.ContainsFunc(environSamples, func(p string) bool { return globMatch(w.pattern, p) })
 }
 
-// credentialNames are the names a glob in a path is tried against.
-var credentialNames = []string{
-	".ssh", ".gnupg", ".aws", "credentials", ".docker", "config.json", ".kube", "config", ".config", "gcloud", ".azure",
-	".env", ".env.local", ".env.production", ".netrc", "_netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc",
-	"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials.json", ".vault-token",
-}
+// credentialNames are the names a glob in a path is tried against: every segment of
+// credentialPaths and the names secretBase matches anywhere.
+var credentialNames = func() []string {
+	names := []string{".env", ".env.local", ".env.production", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials.json"}
+	for _, e := range credentialEntries {
+		for _, seg := range e.segs {
+			if !slices.Contains(names, seg) {
+				names = append(names, seg)
+			}
+		}
+	}
+	return names
+}()
 
 // credentialWord reports whether a word names a credentials file, literally or as a glob
-// such as ~/.ss?/id_* (a glob segment needs two literal leading characters to count, so
-// that `cat *` stays allowed).
+// such as ~/.ss?/id_*. A glob segment counts when it has two literal leading characters
+// (so that `cat *` stays allowed) or when it lists a directory that holds credentials
+// (~/.docker/*, and ~/.* in a home directory); like the shell, it only matches a
+// leading dot when it starts with one.
 func credentialWord(w word) bool {
+	if strings.ContainsAny(w.text, " \n") {
+		return false // prose, such as a commit message that mentions .env
+	}
 	if secretPath(w.text) {
 		return true
 	}
 	if !strings.ContainsAny(w.pattern, "*?[") {
 		return false
 	}
+	textSegs, patSegs := strings.Split(w.text, "/"), strings.Split(w.pattern, "/")
 	candidates := []string{""}
-	for i, seg := range strings.Split(w.pattern, "/") {
+	for i, seg := range patSegs {
 		var next []string
 		options := []string{seg}
 		if strings.ContainsAny(seg, "*?[") {
 			options = nil
-			if lit := strings.IndexAny(seg, "*?["); lit >= 2 {
+			inHome := len(textSegs) == len(patSegs) && i > 0 && isHomeDir(strings.Join(textSegs[:i], "/"))
+			if strings.IndexAny(seg, "*?[") >= 2 || slices.ContainsFunc(candidates, holdsCredentialFile) || (inHome && strings.HasPrefix(seg, ".")) {
 				for _, n := range credentialNames {
-					if globMatch(seg, n) {
+					if globMatch(seg, n) && (strings.HasPrefix(seg, ".") || !strings.HasPrefix(n, ".")) {
 						options = append(options, n)
 					}
 				}

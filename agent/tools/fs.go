@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -655,6 +656,9 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 
 // --- grep ------------------------------------------------------------------------------
 
+// matchPrefix ends the file name of a grep -nH line: FILE:LINE:TEXT.
+var matchPrefix = regexp.MustCompile(`:[0-9]+:`)
+
 type grepTool struct{ env *Env }
 
 func (t *grepTool) Kind() Kind { return ReadOnly }
@@ -751,6 +755,9 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 		if strings.HasPrefix(line, "Binary file ") {
 			continue
 		}
+		if t.withheld(line, root, in.FilesOnly) {
+			continue
+		}
 		if strings.HasPrefix(line, "./") {
 			file, rest, _ := strings.Cut(line, ":")
 			line = path.Join(root, file)
@@ -764,5 +771,26 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
+	if b.Len() == 0 {
+		return Result{Output: fmt.Sprintf("No matches for %q under %s.", in.Pattern, t.env.rel(p))}, nil
+	}
 	return Result{Output: b.String()}, nil
+}
+
+// withheld reports whether a line of grep's output comes from a file the model must not
+// see. A file name may itself hold ":12:", so every place the name could end is tried,
+// and a line is left out when any of them names a withheld file.
+func (t *grepTool) withheld(line, root string, filesOnly bool) bool {
+	if t.env.Withheld == nil {
+		return false
+	}
+	if filesOnly {
+		return t.env.Withheld(path.Join(root, line))
+	}
+	for _, m := range matchPrefix.FindAllStringIndex(line, -1) {
+		if t.env.Withheld(path.Join(root, line[:m[0]])) {
+			return true
+		}
+	}
+	return false
 }

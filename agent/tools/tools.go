@@ -107,6 +107,11 @@ type Env struct {
 	// ExecEnv is added to every execute command's environment (after the defaults that
 	// keep tools non-interactive: PAGER=cat, GIT_TERMINAL_PROMPT=0, ...).
 	ExecEnv map[string]string
+	// Withheld, when set, reports the files whose content the model must not see (the
+	// credentials files the approval policy refuses to read_file); a grep over a
+	// directory leaves out their lines. It is given paths relative to the working
+	// directory.
+	Withheld func(path string) bool
 
 	shellMu sync.Mutex
 	shell   string

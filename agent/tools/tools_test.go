@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -530,5 +531,30 @@ func TestReportFinding(t *testing.T) {
 		if res := fx.run(t, "report_finding", bad); !res.IsError || res.Finding != nil {
 			t.Errorf("report_finding(%v) = %+v, want an error", bad, res)
 		}
+	}
+}
+
+// TestGrepLeavesOutWithheldFiles: with Env.Withheld set, a directory search drops the
+// lines and names of the files it names, on GNU and busybox grep alike.
+func TestGrepLeavesOutWithheldFiles(t *testing.T) {
+	t.Parallel()
+	for _, f := range flavours {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			fx := newFixture(t, f)
+			fx.env.Withheld = func(p string) bool { return path.Base(p) == ".env" }
+			fx.write(t, ".env", "KEY=withheld-canary\n")
+			fx.write(t, "sub/.env", "KEY=nested-canary\n")
+			fx.write(t, "main.tf", "KEY = var.key\n")
+			fx.write(t, "a:2:b.txt", "KEY in a file named like a match\n")
+			runCalls(t, fx, []call{
+				{name: "lines", tool: "grep", input: map[string]any{"pattern": "KEY"},
+					contains: []string{"main.tf:1:KEY", "a:2:b.txt:1:KEY"}, excludes: []string{"canary"}},
+				{name: "names", tool: "grep", input: map[string]any{"pattern": "KEY", "files_only": true},
+					contains: []string{"main.tf\n"}, excludes: []string{".env"}},
+				{name: "only withheld", tool: "grep", input: map[string]any{"pattern": "canary"},
+					contains: []string{"No matches"}, excludes: []string{"canary\n"}},
+			})
+		})
 	}
 }

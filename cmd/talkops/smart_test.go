@@ -1,0 +1,127 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talkops/talkops/agent/model/modeltest"
+)
+
+// TestSmartClosesBypasses runs a real talkops process with --smart whose agent tries the
+// ways around the policy a review found (an environment dump, a wrapper that hides the
+// command, a copied credential directory). Each must be denied and not run, while a plain
+// command in the same run still runs.
+func TestSmartClosesBypasses(t *testing.T) {
+	t.Parallel()
+	const awsCanary = "aws-secret-CANARY-4711"
+	tests := []struct {
+		name, command, reason string
+	}{
+		{"ps with the BSD e flag", "ps axe > touched", "environment"},
+		{"jq reading env", "jq -n env > touched", "environment"},
+		{"flock running a shell string", "flock lockfile -c 'printenv > touched'", "environment"},
+		{"su running a shell string", "su -c 'printenv > touched'", "environment"},
+		{"parallel hiding its command", "parallel ::: 'printenv > touched'", "cannot find reliably"},
+		{"ssh hiding its command", "ssh localhost 'printenv' > touched", "cannot find reliably"},
+		{"copied credential directory", "cp -r ~/.aws x && cat x/credentials > touched", "credentials"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
+				{ToolCalls: []modeltest.ToolCall{toolCall("execute", jsonCommand(t, tc.command))}},
+				{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"touch ran"}`)}},
+				{Text: "Denied, stopping."},
+			}})
+			t.Cleanup(srv.Close)
+			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey})
+			writeFile(t, filepath.Join(env["HOME"], ".aws", "credentials"), "aws_secret_access_key = "+awsCanary+"\n")
+			dir := project(t, nil)
+			cmd, out := startTalkops(t, dir, env, "-p", "do the task", "--smart", "--model", "anthropic:claude-test", "--base-url", srv.URL)
+			if code := waitExit(t, cmd, 60*time.Second); code != 0 {
+				t.Fatalf("exit %d, want 0\n%s", code, out)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "touched")); err == nil {
+				t.Errorf("%q ran under --smart", tc.command)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "ran")); err != nil {
+				t.Errorf("the plain command after the denied one did not run: %v", err)
+			}
+			r := readResult(t, dir)
+			if len(r.Agent.Denials) != 1 || !strings.Contains(r.Agent.Denials[0].Reason, tc.reason) {
+				t.Fatalf("denials = %+v, want one mentioning %q", r.Agent.Denials, tc.reason)
+			}
+			if strings.Contains(out.String(), awsCanary) {
+				t.Errorf("the credentials reached talkops's output:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestSmartGrepWithholdsDotenv: the agent's grep tool searching the project leaves out
+// .env, as read_file does, and the secret reaches neither the model nor the report.
+func TestSmartGrepWithholdsDotenv(t *testing.T) {
+	t.Parallel()
+	const dotenvCanary = "dotenv-secret-CANARY-0815"
+	srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
+		{ToolCalls: []modeltest.ToolCall{
+			toolCall("grep", `{"pattern":"API_TOKEN"}`),
+			toolCall("grep", `{"pattern":"API_TOKEN","path":"config"}`),
+		}},
+		{Text: "Found the token's users."},
+	}})
+	t.Cleanup(srv.Close)
+	dir := project(t, map[string]string{
+		".env":                   "API_TOKEN=" + dotenvCanary + "\n",
+		"config/.env.production": "API_TOKEN=" + dotenvCanary + "\n",
+		"main.go":                "var token = os.Getenv(\"API_TOKEN\")\n",
+	})
+	env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey})
+	cmd, out := startTalkops(t, dir, env, "-p", "find the token", "--smart", "--model", "anthropic:claude-test", "--base-url", srv.URL)
+	if code := waitExit(t, cmd, 60*time.Second); code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", code, out)
+	}
+	calls := srv.Calls()
+	if len(calls) < 2 {
+		t.Fatalf("the model saw %d calls, want 2", len(calls))
+	}
+	msgs := calls[1].Request.Messages
+	results := msgs[len(msgs)-1].ToolResults
+	if len(results) != 2 || !strings.Contains(results[0].Content, "main.go:1:") {
+		t.Fatalf("grep results = %+v, want main.go's match", results)
+	}
+	for _, res := range results {
+		if strings.Contains(res.Content, dotenvCanary) {
+			t.Errorf("grep showed the .env secret to the model: %q", res.Content)
+		}
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, ".talkops", "runs", "*", "*"))
+	for _, f := range runs {
+		if data, err := os.ReadFile(f); err == nil && strings.Contains(string(data), dotenvCanary) {
+			t.Errorf("%s holds the .env secret", filepath.Base(f))
+		}
+	}
+}
+
+func jsonCommand(t *testing.T, command string) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]string{"command": command})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
