@@ -293,16 +293,24 @@ func (p *Procs) KillAll() {
 		killGroup(cmd)
 	}
 	if p.token != "" {
-		killTagged(markerVar + "=" + p.token)
+		// One scan can miss a child forked after /proc was listed by a process the scan
+		// then killed (a real sandbox's delete takes the whole machine). Scan again until
+		// a pass finds nothing: a SIGKILLed process forks no more.
+		for range 100 {
+			if killTagged(markerVar+"="+p.token) == 0 {
+				break
+			}
+		}
 	}
 }
 
 // killTagged SIGKILLs every process whose environment holds marker, scanning /proc
-// (Linux); elsewhere it does nothing more than the group kill did.
-func killTagged(marker string) {
+// (Linux), and returns how many it signalled; elsewhere it does nothing more than the
+// group kill did.
+func killTagged(marker string) (killed int) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return
+		return 0
 	}
 	want := []byte(marker)
 	self := os.Getpid()
@@ -317,11 +325,14 @@ func killTagged(marker string) {
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			if bytes.Equal(kv, want) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					killed++
+				}
 				break
 			}
 		}
 	}
+	return killed
 }
 
 func newToken() string {

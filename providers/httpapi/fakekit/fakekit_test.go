@@ -1,6 +1,7 @@
 package fakekit
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -8,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,4 +289,70 @@ func TestFaultServe(t *testing.T) {
 			t.Errorf("call %d: answer %d %q, served %d times; want %d %q, served %d times", fs.Calls("exec"), rec.Code, rec.Body, served, want.status, want.body, want.served)
 		}
 	}
+}
+
+// A delete must leave nothing running even when a process forks while KillAll scans
+// /proc: a child forked after the listing is not in it.
+func TestKillAllCatchesChildrenForkedDuringTheScan(t *testing.T) {
+	var p Procs
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	done := make(chan Outcome, 1)
+	go func() {
+		// `timeout` moves the loop out of the command's process group, so only the
+		// environment marker finds what it forks.
+		done <- p.Run(context.Background(), Command{Path: "/bin/sh", Args: []string{"-c",
+			"timeout 60 sh -c 'touch " + started + "; i=0; while [ $i -lt 3000 ]; do sleep 30 & i=$((i+1)); done; wait' & wait"}, Env: BaseEnv(dir)})
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	p.KillAll()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after KillAll")
+	}
+	p.mu.Lock()
+	marker := markerVar + "=" + p.token
+	p.mu.Unlock()
+	// SIGKILL takes effect asynchronously; what still carries the marker after a moment
+	// survived.
+	var left []int
+	for range 20 {
+		left = tagged(marker)
+		if len(left) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range left {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	t.Fatalf("%d processes of the deleted sandbox still run: %v", len(left), left)
+}
+
+// tagged lists the live processes whose environment holds marker.
+func tagged(marker string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		if slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return string(kv) == marker }) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
