@@ -318,3 +318,33 @@ func TestCI(t *testing.T) {
 		t.Errorf("CI() mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// A run without a verdict must not read as clean in the note either: no items and no
+// findings, but the verdict, the reason and the partial banner are there.
+func TestNoteForRunWithoutVerdict(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		r    *result.Result
+		want []string
+	}{
+		{"error", &result.Result{Schema: result.Schema, Verdict: result.VerdictError, ExitCode: 3, Reason: "sandbox create failed"},
+			[]string{"⚠️", "**error**", "sandbox create failed"}},
+		{"partial", &result.Result{Schema: result.Schema, Verdict: result.VerdictFail, Partial: true, ExitCode: 124},
+			[]string{"**fail**", "this result is partial"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			if err := h.publish(t, tc.r); err != nil {
+				t.Fatal(err)
+			}
+			body := h.fake.notes[len(h.fake.notes)-1].Body
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("note lacks %q:\n%s", w, body)
+				}
+			}
+		})
+	}
+}
