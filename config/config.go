@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -649,6 +650,9 @@ func (c *Config) Values() []result.ConfigValue {
 	slices.Sort(names)
 	for _, name := range names {
 		out = append(out, c.Providers[name].values()...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) {
+		out = append(out, c.MCPServers[name].values()...)
 	}
 	return out
 }

@@ -410,7 +410,7 @@ var secretName = regexp.MustCompile(`(?i)(key|token|secret|passw|credential|auth
 
 // values lists the table's keys for Config.Values, values of secret-looking keys redacted.
 func (t ProviderTable) values() []result.ConfigValue {
-	prefix := providersTable + "." + t.Name + "."
+	prefix := t.tableName() + "." + t.Name + "."
 	var out []result.ConfigValue
 	if t.WorkingDir != "" {
 		out = append(out, result.ConfigValue{Key: prefix + workingDirKey, Value: t.WorkingDir, Source: t.Source(workingDirKey)})
