@@ -344,7 +344,7 @@ func FuzzProviderAPI(f *testing.F) {
 				cancel()
 			}
 			ctx, cancel = op()
-			if sb, err := p.Attach(ctx, "sb-1"); err == nil {
+			if sb, err := p.Attach(ctx, "sb-1", providers.AttachOptions{}); err == nil {
 				_ = sb.Close(ctx)
 			}
 			cancel()

@@ -56,7 +56,15 @@ type Provider interface {
 	// Attach connects to an existing sandbox by id. Close on an attached sandbox releases
 	// local resources only and never deletes the sandbox. Providers without ids return
 	// ErrNotSupported; an unknown id is ErrNotFound.
-	Attach(ctx context.Context, id string) (Sandbox, error)
+	Attach(ctx context.Context, id string, opts AttachOptions) (Sandbox, error)
+}
+
+// AttachOptions are what a run asks of a sandbox it attaches to.
+type AttachOptions struct {
+	// WorkDir overrides the provider's documented working directory when non-empty, as
+	// Spec.WorkDir does for Create. Providers whose sandboxes record their own working
+	// directory at creation (bwrap, the fake) keep that one.
+	WorkDir string
 }
 
 // Capabilities are what a provider can do beyond creating a sandbox, so that flags it

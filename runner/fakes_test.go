@@ -239,7 +239,7 @@ func (p *fakeProvider) Create(ctx context.Context, _ providers.Spec) (providers.
 	return &fakeSandbox{w: p.w, id: id}, nil
 }
 
-func (p *fakeProvider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *fakeProvider) Attach(ctx context.Context, id string, _ providers.AttachOptions) (providers.Sandbox, error) {
 	if err := p.w.call(ctx, "provider.Attach"); err != nil {
 		return nil, err
 	}

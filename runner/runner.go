@@ -463,7 +463,7 @@ func (r *run) provision(ctx context.Context) error {
 	spec := r.opts.Spec
 	r.res.Sandbox = &result.Sandbox{Provider: r.opts.ProviderName, Snapshot: spec.Snapshot}
 	if r.opts.AttachID != "" {
-		sb, err := p.Attach(ctx, r.opts.AttachID)
+		sb, err := p.Attach(ctx, r.opts.AttachID, providers.AttachOptions{WorkDir: spec.WorkDir})
 		if err != nil {
 			return fmt.Errorf("attach %s sandbox %q: %w", r.opts.ProviderName, r.opts.AttachID, err)
 		}

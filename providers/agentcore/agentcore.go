@@ -376,7 +376,7 @@ func (p *Provider) waitReady(ctx context.Context, id string) error {
 
 // Attach connects to a READY session of the configured code interpreter by session id.
 // Close on the handle never stops it.
-func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, id string, opts providers.AttachOptions) (providers.Sandbox, error) {
 	if id == "" {
 		return nil, fmt.Errorf("agentcore: attach: empty session id: %w", providers.ErrNotFound)
 	}
@@ -391,7 +391,7 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 	if out.Status != types.CodeInterpreterSessionStatusReady {
 		return nil, fmt.Errorf("agentcore: attach %s: the session is %s, not READY: %w", id, cmp.Or(string(out.Status), "starting"), providers.ErrNotFound)
 	}
-	sb, err := p.handle(ctx, id, p.opts.WorkingDir, nil, false)
+	sb, err := p.handle(ctx, id, cmp.Or(opts.WorkDir, p.opts.WorkingDir), nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("agentcore: attach %s: %w", id, err)
 	}

@@ -425,7 +425,7 @@ func TestSessionEndedByService(t *testing.T) {
 	if err := sb.Close(t.Context()); err != nil {
 		t.Errorf("Close of an ended session = %v, want nil", err)
 	}
-	if _, err := p.Attach(t.Context(), sb.ID()); !errors.Is(err, providers.ErrNotFound) {
+	if _, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{}); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("Attach(ended) = %v, want ErrNotFound", err)
 	}
 }
@@ -620,7 +620,7 @@ func TestAttach(t *testing.T) {
 	srv := newServer(t)
 	p := newProvider(t, srv, nil)
 	for _, id := range []string{"", "01NOSUCHSESSION0000000000"} {
-		if _, err := p.Attach(t.Context(), id); !errors.Is(err, providers.ErrNotFound) {
+		if _, err := p.Attach(t.Context(), id, providers.AttachOptions{}); !errors.Is(err, providers.ErrNotFound) {
 			t.Errorf("Attach(%q) = %v, want ErrNotFound", id, err)
 		}
 	}
@@ -632,7 +632,14 @@ func TestAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Attach(t.Context(), *starting.SessionId); !errors.Is(err, providers.ErrNotFound) || !strings.Contains(err.Error(), "not READY") {
+	if _, err := p.Attach(t.Context(), *starting.SessionId, providers.AttachOptions{}); !errors.Is(err, providers.ErrNotFound) || !strings.Contains(err.Error(), "not READY") {
 		t.Errorf("Attach(starting session) = %v, want ErrNotFound saying it is not READY", err)
 	}
+}
+
+// TestAttachWorkDir: --sandbox-id with a configured working_dir runs commands there, not
+// in the provider's default directory.
+func TestAttachWorkDir(t *testing.T) {
+	srv := newServer(t)
+	cloudtest.AttachWorkDir(t, newProvider(t, srv, nil), cloudtest.Spec("run-attach-wd"))
 }

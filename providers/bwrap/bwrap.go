@@ -188,7 +188,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 
 // Attach reopens a sandbox directory left by another talkops process (by id, as
 // listed by `talkops sandbox ls`). Close on it never deletes it.
-func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, id string, _ providers.AttachOptions) (providers.Sandbox, error) {
 	r, err := p.opts.resolve()
 	if err != nil {
 		return nil, fmt.Errorf("attach bwrap sandbox: %w", err)

@@ -628,7 +628,7 @@ func TestListAttachDelete(t *testing.T) {
 		t.Errorf("List()[0] = %+v, want id %s, run id, state running, expiry %s, owner pid", got, sbx.ID(), exp)
 	}
 
-	att, err := p.Attach(t.Context(), sbx.ID())
+	att, err := p.Attach(t.Context(), sbx.ID(), providers.AttachOptions{})
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}
@@ -641,7 +641,7 @@ func TestListAttachDelete(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, sbx.ID())); err != nil {
 		t.Errorf("closing an attached sandbox removed it: %v", err)
 	}
-	if _, err := p.Attach(t.Context(), "talkops-nope-0000abcd"); !errors.Is(err, providers.ErrNotFound) {
+	if _, err := p.Attach(t.Context(), "talkops-nope-0000abcd", providers.AttachOptions{}); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("Attach(unknown) = %v, want ErrNotFound", err)
 	}
 

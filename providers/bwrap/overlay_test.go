@@ -238,7 +238,7 @@ func TestOverlayAttachRemounts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again, err := p.Attach(t.Context(), sb.ID())
+	again, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -566,7 +566,7 @@ func testAttachNeverDeletes(t T, s *suite) {
 	sh(t, sb, "echo original > attach.txt")
 	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 	defer cancel()
-	att, err := s.p.Attach(ctx, sb.ID())
+	att, err := s.p.Attach(ctx, sb.ID(), providers.AttachOptions{})
 	if errors.Is(err, providers.ErrNotSupported) {
 		t.Skipf("Attach: %v (accepted: the provider has no attach)", err)
 	}
@@ -593,7 +593,7 @@ func testAttachNeverDeletes(t T, s *suite) {
 func testAttachUnknown(t T, s *suite) {
 	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 	defer cancel()
-	att, err := s.p.Attach(ctx, "providertest-unknown-"+randomHex(t, 4))
+	att, err := s.p.Attach(ctx, "providertest-unknown-"+randomHex(t, 4), providers.AttachOptions{})
 	if err == nil {
 		_ = att.Close(ctx)
 	}

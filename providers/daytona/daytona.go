@@ -235,7 +235,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 // Attach connects to an existing sandbox by id or name, starting it if it is stopped,
 // archived or paused (the states Daytona's start accepts). Close on the handle never
 // deletes it.
-func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, id string, opts providers.AttachOptions) (providers.Sandbox, error) {
 	if id == "" {
 		return nil, fmt.Errorf("daytona: attach: empty sandbox id: %w", providers.ErrNotFound)
 	}
@@ -257,7 +257,7 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 			return nil, fmt.Errorf("daytona: attach %s: %w", id, err)
 		}
 	}
-	return p.handle(sb, p.opts.WorkingDir, nil, false)
+	return p.handle(sb, cmp.Or(opts.WorkDir, p.opts.WorkingDir), nil, false)
 }
 
 // List returns the sandboxes labelled talkops.created-by=talkops (filtered by Daytona).

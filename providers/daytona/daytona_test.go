@@ -347,7 +347,7 @@ func TestAttachStartsPaused(t *testing.T) {
 	p := newProvider(t, srv, func(o *daytona.Options) { o.ReadyTimeout = 2 * time.Second })
 	sb := cloudtest.Create(t, p, spec("run-paused"))
 	srv.Pause(sb.ID())
-	att, err := p.Attach(t.Context(), sb.ID())
+	att, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 	if err != nil {
 		t.Fatalf("Attach(paused) = %v", err)
 	}
@@ -379,7 +379,7 @@ func TestAttachStartsStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	att, err := p.Attach(t.Context(), sb.ID())
+	att, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 	if err != nil {
 		t.Fatalf("Attach(stopped) = %v", err)
 	}
@@ -410,4 +410,11 @@ func TestLive(t *testing.T) {
 			Gone: func(in providers.Info) bool { return in.State == "destroying" || in.State == "destroyed" },
 		}, nil
 	})
+}
+
+// TestAttachWorkDir: --sandbox-id with a configured working_dir runs commands there, not
+// in the provider's default directory.
+func TestAttachWorkDir(t *testing.T) {
+	srv := newServer(t)
+	cloudtest.AttachWorkDir(t, newProvider(t, srv, nil), spec("run-attach-wd"))
 }

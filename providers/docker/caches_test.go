@@ -353,7 +353,7 @@ func TestWorkspaceAtProjectPathWithCaches(t *testing.T) {
 				t.Errorf("the container shows %q, want %q (stderr %s)", got, want, res.Stderr)
 			}
 			// Attach finds the workspace where Create put it.
-			again, err := p.Attach(t.Context(), sb.ID())
+			again, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 			if err != nil || again.WorkDir() != tt.want {
 				t.Errorf("Attach: WorkDir %q, %v; want %q", again.WorkDir(), err, tt.want)
 			}

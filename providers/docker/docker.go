@@ -591,7 +591,7 @@ func containerName(runID string) string {
 }
 
 // Attach connects to a running container by id or name. Close never removes it.
-func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, id string, opts providers.AttachOptions) (providers.Sandbox, error) {
 	r, err := p.opts.resolve()
 	if err != nil {
 		return nil, fmt.Errorf("attach docker sandbox: %w", err)
@@ -613,6 +613,9 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 	if info.Config != nil {
 		if info.Config.WorkingDir != "" {
 			r.workDir = info.Config.WorkingDir
+		}
+		if opts.WorkDir != "" {
+			r.workDir = opts.WorkDir
 		}
 		r.user = info.Config.User
 		if u := info.Config.Labels[LabelUser]; u != "" {

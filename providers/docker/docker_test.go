@@ -408,7 +408,7 @@ func TestListAttachDelete(t *testing.T) {
 		t.Errorf("List entry = %+v, want run id list-me, running, expiry ~1h from now", *found)
 	}
 
-	att, err := p.Attach(t.Context(), sb.ID())
+	att, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,6 +416,18 @@ func TestListAttachDelete(t *testing.T) {
 		t.Errorf("attached sandbox reads %q, want kept", res.Stdout)
 	}
 	if err := att.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A configured working_dir (--sandbox-id with [sandboxes.providers.docker]
+	// working_dir) wins over the container's own.
+	inTmp, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{WorkDir: "/tmp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, inTmp, "pwd"); string(res.Stdout) != "/tmp\n" || inTmp.WorkDir() != "/tmp" {
+		t.Errorf("attached with WorkDir /tmp: pwd %q, WorkDir() %q", res.Stdout, inTmp.WorkDir())
+	}
+	if err := inTmp.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if ids, _ := aliveIDs(t.Context(), p, tok); !slices.Contains(ids, sb.ID()) || len(ids) != 2 {

@@ -210,7 +210,7 @@ func (p *Provider) open(ctx context.Context, rec Record, env map[string]string, 
 // Attach returns a handle on a sandbox in the ledger (created by this or, with a ledger
 // file, another process). Closing it never deletes the sandbox. An unknown or deleted id
 // is providers.ErrNotFound.
-func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, id string, _ providers.AttachOptions) (providers.Sandbox, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("fake: attach %s: %w", id, err)
 	}

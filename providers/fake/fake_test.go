@@ -341,7 +341,7 @@ func TestCrossProcess(t *testing.T) {
 	if ids := alive(t, p); !cmp.Equal(ids, []string{id}) {
 		t.Fatalf("Alive from another process = %v, want [%s]", ids, id)
 	}
-	sb, err := p.Attach(t.Context(), id)
+	sb, err := p.Attach(t.Context(), id, providers.AttachOptions{})
 	if err != nil {
 		t.Fatalf("Attach(%s): %v", id, err)
 	}
@@ -367,7 +367,7 @@ func TestCrossProcess(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].DeletedAt.IsZero() || recs[0].Attaches != 1 || recs[0].RunID != "killed-run" {
 		t.Errorf("ledger after reaping = %+v, %v; want one deleted sandbox of killed-run attached once", recs, err)
 	}
-	if _, err := p.Attach(t.Context(), id); !errors.Is(err, providers.ErrNotFound) {
+	if _, err := p.Attach(t.Context(), id, providers.AttachOptions{}); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("Attach of a deleted sandbox = %v, want ErrNotFound", err)
 	}
 }

@@ -310,7 +310,7 @@ func (p *Provider) ensureSnapshot(ctx context.Context, name string) (string, err
 
 // Attach connects to a sandbox by name, starting it if it is stopped. Close on the handle
 // never deletes it.
-func (p *Provider) Attach(ctx context.Context, name string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, name string, opts providers.AttachOptions) (providers.Sandbox, error) {
 	if name == "" {
 		return nil, fmt.Errorf("langsmith: attach: empty sandbox name: %w", providers.ErrNotFound)
 	}
@@ -327,7 +327,7 @@ func (p *Provider) Attach(ctx context.Context, name string) (providers.Sandbox, 
 	if sb, err = p.waitReady(ctx, name, sb); err != nil {
 		return nil, fmt.Errorf("langsmith: attach %s: %w", name, err)
 	}
-	return p.handle(sb, p.opts.WorkingDir, nil, false)
+	return p.handle(sb, cmp.Or(opts.WorkDir, p.opts.WorkingDir), nil, false)
 }
 
 // List returns the sandboxes labelled talkops.created-by=talkops, filtered by LangSmith;

@@ -331,3 +331,10 @@ func TestLive(t *testing.T) {
 		return cloudtest.LiveHarness{New: func() (providers.Provider, error) { return langsmith.New(langsmith.Options{}, os.Getenv) }}, nil
 	})
 }
+
+// TestAttachWorkDir: --sandbox-id with a configured working_dir runs commands there, not
+// in the provider's default directory.
+func TestAttachWorkDir(t *testing.T) {
+	srv := newServer(t)
+	cloudtest.AttachWorkDir(t, newProvider(t, srv, nil), spec("run-attach-wd"))
+}

@@ -200,7 +200,7 @@ func (p *Provider) record(spec providers.Spec, id, wd string) (string, string, e
 }
 
 // Attach is not supported: a local sandbox lives only as long as the process that made it.
-func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, id string, _ providers.AttachOptions) (providers.Sandbox, error) {
 	return nil, fmt.Errorf("local: attach %q: %w", id, providers.ErrNotSupported)
 }
 

@@ -168,7 +168,7 @@ func TestIDAndWorkDir(t *testing.T) {
 			}
 		})
 	}
-	if _, err := p.Attach(t.Context(), "local-x"); !errors.Is(err, providers.ErrNotSupported) {
+	if _, err := p.Attach(t.Context(), "local-x", providers.AttachOptions{}); !errors.Is(err, providers.ErrNotSupported) {
 		t.Errorf("Attach error = %v, want ErrNotSupported", err)
 	}
 }

@@ -413,7 +413,7 @@ func (p *Provider) waitTask(ctx context.Context, id string) (string, error) {
 
 // Attach connects to a running sandbox by id (sb-…). Close on the handle never
 // terminates it.
-func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, id string, opts providers.AttachOptions) (providers.Sandbox, error) {
 	if id == "" {
 		return nil, fmt.Errorf("modal: attach: empty sandbox id: %w", providers.ErrNotFound)
 	}
@@ -421,7 +421,7 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 	if err != nil {
 		return nil, fmt.Errorf("modal: attach: %w", err)
 	}
-	return p.handle(id, taskID, p.opts.WorkingDir, false), nil
+	return p.handle(id, taskID, cmp.Or(opts.WorkDir, p.opts.WorkingDir), false), nil
 }
 
 // List returns the running sandboxes tagged talkops.created-by=talkops in the

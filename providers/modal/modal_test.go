@@ -77,3 +77,10 @@ func TestLive(t *testing.T) {
 		}, nil
 	})
 }
+
+// TestAttachWorkDir: --sandbox-id with a configured working_dir runs commands there, not
+// in the provider's default directory.
+func TestAttachWorkDir(t *testing.T) {
+	srv := newServer(t)
+	cloudtest.AttachWorkDir(t, newProvider(t, srv, nil), cloudtest.Spec("run-attach-wd"))
+}

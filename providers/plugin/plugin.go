@@ -18,6 +18,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -240,7 +241,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 
 // Attach connects to an existing sandbox; plugins without the attach capability return
 // providers.ErrNotSupported.
-func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, id string, opts providers.AttachOptions) (providers.Sandbox, error) {
 	proc, err := p.hold(ctx)
 	if err != nil {
 		return nil, err
@@ -257,7 +258,7 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 	if res.SandboxID == "" {
 		res.SandboxID = id
 	}
-	sb, err := p.handle(proc, res, p.opts.WorkingDir, nil, false)
+	sb, err := p.handle(proc, res, cmp.Or(opts.WorkDir, p.opts.WorkingDir), nil, false)
 	if err != nil {
 		p.release(ctx)
 		return nil, err

@@ -268,7 +268,7 @@ func (p *Provider) checkBlueprint(ctx context.Context, name string) error {
 
 // Attach connects to a devbox by id, resuming it when it is suspended. Close on the handle
 // never shuts it down.
-func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, id string, opts providers.AttachOptions) (providers.Sandbox, error) {
 	if id == "" {
 		return nil, fmt.Errorf("runloop: attach: empty devbox id: %w", providers.ErrNotFound)
 	}
@@ -288,7 +288,7 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 	if err := p.waitRunning(ctx, dbx); err != nil {
 		return nil, fmt.Errorf("runloop: attach %s: %w", id, err)
 	}
-	return p.handle(id, p.opts.WorkingDir, nil, false), nil
+	return p.handle(id, cmp.Or(opts.WorkDir, p.opts.WorkingDir), nil, false), nil
 }
 
 // List returns the running and suspended devboxes whose metadata carries

@@ -287,7 +287,7 @@ func TestAttachResumesSuspended(t *testing.T) {
 	}
 	defer sb.Close(context.Background())
 	srv.Suspend(sb.ID())
-	att, err := p.Attach(t.Context(), sb.ID())
+	att, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 	if err != nil {
 		t.Fatalf("Attach(suspended) = %v", err)
 	}
@@ -300,7 +300,7 @@ func TestAttachResumesSuspended(t *testing.T) {
 	if err := sb.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Attach(t.Context(), sb.ID()); !errors.Is(err, providers.ErrNotFound) {
+	if _, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{}); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("Attach(shut down) = %v, want ErrNotFound", err)
 	}
 }
@@ -355,4 +355,11 @@ func TestLive(t *testing.T) {
 	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) {
 		return cloudtest.LiveHarness{New: func() (providers.Provider, error) { return runloop.New(runloop.Options{}, os.Getenv) }}, nil
 	})
+}
+
+// TestAttachWorkDir: --sandbox-id with a configured working_dir runs commands there, not
+// in the provider's default directory.
+func TestAttachWorkDir(t *testing.T) {
+	srv := newServer(t)
+	cloudtest.AttachWorkDir(t, newProvider(t, srv, nil), spec("run-attach-wd"))
 }

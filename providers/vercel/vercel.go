@@ -321,7 +321,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 
 // Attach connects to a sandbox by name, resuming it if its session stopped. Close on the
 // handle never deletes it.
-func (p *Provider) Attach(ctx context.Context, name string) (providers.Sandbox, error) {
+func (p *Provider) Attach(ctx context.Context, name string, opts providers.AttachOptions) (providers.Sandbox, error) {
 	if name == "" {
 		return nil, fmt.Errorf("vercel: attach: empty sandbox name: %w", providers.ErrNotFound)
 	}
@@ -333,7 +333,7 @@ func (p *Provider) Attach(ctx context.Context, name string) (providers.Sandbox, 
 	if err != nil {
 		return nil, fmt.Errorf("vercel: attach %s: %w", name, err)
 	}
-	return p.handle(got.Sandbox.Name, sess.ID, p.opts.WorkingDir, nil, false), nil
+	return p.handle(got.Sandbox.Name, sess.ID, cmp.Or(opts.WorkDir, p.opts.WorkingDir), nil, false), nil
 }
 
 // List returns the sandboxes tagged talkops.created-by=talkops (filtered by Vercel).

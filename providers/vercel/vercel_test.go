@@ -439,7 +439,7 @@ func TestAttachResumesStopped(t *testing.T) {
 	}
 	defer sb.Close(context.Background())
 	srv.StopSession(sb.ID())
-	att, err := p.Attach(t.Context(), sb.ID())
+	att, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 	if err != nil {
 		t.Fatalf("Attach(stopped) = %v", err)
 	}
@@ -467,4 +467,11 @@ func TestLive(t *testing.T) {
 	providertest.Run(t, func(context.Context, *testing.T) (providertest.Harness, error) {
 		return cloudtest.LiveHarness{New: func() (providers.Provider, error) { return vercel.New(vercel.Options{}, os.Getenv) }}, nil
 	})
+}
+
+// TestAttachWorkDir: --sandbox-id with a configured working_dir runs commands there, not
+// in the provider's default directory.
+func TestAttachWorkDir(t *testing.T) {
+	srv := newServer(t)
+	cloudtest.AttachWorkDir(t, newProvider(t, srv, nil), spec("run-attach-wd"))
 }

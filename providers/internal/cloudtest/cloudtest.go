@@ -53,6 +53,27 @@ func Create(t *testing.T, p providers.Provider, s providers.Spec) providers.Sand
 	return sb
 }
 
+// AttachWorkDir creates a sandbox, attaches to it with a working directory other than
+// the provider's (a directory the fake's commands can reach), and checks that commands on
+// the attached sandbox run there, as they do on a sandbox created with Spec.WorkDir.
+func AttachWorkDir(t *testing.T, p providers.Provider, s providers.Spec) {
+	t.Helper()
+	sb := Create(t, p, s)
+	dir := t.TempDir()
+	att, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{WorkDir: dir})
+	if err != nil {
+		t.Fatalf("Attach(%s, WorkDir %s) = %v", sb.ID(), dir, err)
+	}
+	defer att.Close(context.Background())
+	if got := att.WorkDir(); got != dir {
+		t.Errorf("attached WorkDir() = %q, want %q", got, dir)
+	}
+	res, err := att.Exec(t.Context(), providers.Shell("pwd"))
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != dir {
+		t.Errorf("pwd on the attached sandbox = %q, %v; want %s", res.Stdout, err, dir)
+	}
+}
+
 // FakeHarness runs the contract suite against a provider pointed at a fake.
 type FakeHarness struct {
 	// Provider returns a provider pointed at the fake.
