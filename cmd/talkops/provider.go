@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -53,7 +54,11 @@ func (c *providerTestCmd) Run(ctx context.Context, a *app) error {
 	}
 	fmt.Fprintf(a.stdout, "Checking the %s provider against the sandbox contract (this creates and deletes sandboxes)\n", c.Name)
 	results := contract.Check(ctx, maker, c.Only...)
-	if failed := contract.Report(a.stdout, c.Name, results); failed > 0 {
+	failed := contract.Report(a.stdout, c.Name, results)
+	if in, ok := errors.AsType[*runner.Interrupted](context.Cause(ctx)); ok {
+		return exit.Reported(in.ExitCode(), in)
+	}
+	if failed > 0 {
 		return exit.Reported(1, fmt.Errorf("%d of %d contract checks failed for %s", failed, len(results), c.Name))
 	}
 	return nil

@@ -16,14 +16,25 @@ type Result struct {
 	Skipped  bool
 	Messages []string // failures and skip reasons, sub-checks prefixed with their name
 	Duration time.Duration
+	// Interrupted: ctx was cancelled while the case ran, so its outcome says nothing
+	// about the provider. Its cleanups (closing its sandboxes) still ran.
+	Interrupted bool
+	// NotRun: ctx was cancelled before the case started.
+	NotRun bool
 }
 
 // Check runs the cases named in only (every case when only is empty) one after the
 // other, outside `go test`, and returns their outcomes. Each case gets a fresh harness.
+// Once ctx is cancelled, the case running then ends (its cleanups close what it
+// created) and is marked Interrupted, and every later case is NotRun.
 func Check(ctx context.Context, newHarness HarnessMaker, only ...string) []Result {
 	var out []Result
 	for _, c := range cases {
 		if len(only) > 0 && !slices.Contains(only, c.Name) {
+			continue
+		}
+		if ctx.Err() != nil {
+			out = append(out, Result{Case: c, NotRun: true})
 			continue
 		}
 		start := time.Now()
@@ -31,7 +42,7 @@ func Check(ctx context.Context, newHarness HarnessMaker, only ...string) []Resul
 		r.run(func(t T) { c.RunCase(t, newHarness) }) //nolint:contextcheck // the case's t.Context() derives from ctx
 
 		out = append(out, Result{Case: c, Passed: !r.failed, Skipped: r.skipped && !r.failed,
-			Messages: r.messages(), Duration: time.Since(start)})
+			Messages: r.messages(), Duration: time.Since(start), Interrupted: ctx.Err() != nil})
 	}
 	return out
 }

@@ -73,12 +73,21 @@ func ListedIDs(ctx context.Context, newProvider func() (providers.Provider, erro
 func (h *Configured) Close() {}
 
 // Report prints one line per result (PASS, FAIL or SKIP, the guarantee, the time, then
-// any messages) and a summary for provider name, and returns how many checks failed.
+// any messages; STOP for a case an interruption cut short, "----" for one it kept from
+// running) and a summary for provider name, and returns how many checks failed. An
+// interrupted case is not a failure: its outcome says nothing about the provider.
 func Report(w io.Writer, name string, results []Result) (failed int) {
-	held := 0
+	held, stopped, notRun := 0, 0, 0
 	for _, r := range results {
 		status := "PASS"
 		switch {
+		case r.NotRun:
+			notRun++
+			fmt.Fprintf(w, "----  %-23s %s (not run: interrupted)\n", r.Case.Name, r.Case.Guarantee)
+			continue
+		case r.Interrupted:
+			status = "STOP"
+			stopped++
 		case !r.Passed:
 			status = "FAIL"
 			failed++
@@ -88,13 +97,20 @@ func Report(w io.Writer, name string, results []Result) (failed int) {
 			held++
 		}
 		fmt.Fprintf(w, "%s  %-23s %s (%s)\n", status, r.Case.Name, r.Case.Guarantee, r.Duration.Round(10*time.Millisecond))
+		if r.Interrupted {
+			fmt.Fprintf(w, "      interrupted; what it created was closed\n")
+			continue
+		}
 		for _, m := range r.Messages {
 			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(m, "\n", "\n      "))
 		}
 	}
 	fmt.Fprintf(w, "%d of %d guarantees hold for %s", held, len(results), name)
-	if skipped := len(results) - held - failed; skipped > 0 {
+	if skipped := len(results) - held - failed - stopped - notRun; skipped > 0 {
 		fmt.Fprintf(w, " (%d not applicable)", skipped)
+	}
+	if stopped+notRun > 0 {
+		fmt.Fprintf(w, "; interrupted: %d stopped, %d not run", stopped, notRun)
 	}
 	fmt.Fprintln(w)
 	return failed
