@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"regexp"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -102,9 +103,10 @@ func (g *grpcFake) clear() {
 // create whose client gave up; the matrix's provision rows hold the create before the
 // server acts). SIGTERM and SIGINT: the run finds the sandbox by its name and terminates
 // it before it exits. SIGKILL: nothing can run and the local ledger never learned the
-// id, but the sandbox was tagged with the create, so `talkops sandbox gc` finds it by
-// its run id (and keeps it until its expiry, when Modal's timeout_secs ends it too:
-// its owner cannot be checked).
+// id, but the run wrote a pending entry before the create and the sandbox was tagged
+// with its run id, so the GitHub Action's post step, `talkops sandbox gc --run-id=<id>
+// --older-than=0s`, knows the sandbox's owner is dead, deletes it and removes the
+// pending entry.
 func TestModalCreateCutShort(t *testing.T) {
 	talkopsBin(t)
 	for _, fault := range []string{fSIGTERM, fSIGINT, fSIGKILL} {
@@ -166,12 +168,23 @@ func TestModalCreateCutShort(t *testing.T) {
 			if runID == "" {
 				t.Fatal("no run.started event: the run id is unknown")
 			}
-			gcCode, gcOut, gcErr := runGC(t, pModal, dir, env, "sandbox", "gc", "--dry-run", "--older-than", "0s", "--provider", pModal, "--run-id", runID)
-			if gcCode != 0 || !strings.Contains(gcOut, alive[0]) || !strings.Contains(gcOut, runID) {
-				t.Errorf("talkops sandbox gc (exit %d) does not list sandbox %s of run %s:\n%s%s", gcCode, alive[0], runID, gcOut, gcErr)
-			}
 			if sb, ok := srv.Sandbox(alive[0]); !ok || sb.TimeoutSecs == 0 {
 				t.Errorf("sandbox %+v: want a timeout_secs backstop", sb)
+			}
+			if ids := stateIDs(t, root, ""); !slices.Equal(ids, []string{pModal + ":"}) {
+				t.Errorf("state dir after SIGKILL lists %v; want only the pending create", ids)
+			}
+			// No --provider: the pending entry names the provider to ask, as in the
+			// Action's post step.
+			gcCode, gcOut, gcErr := runGC(t, pModal, dir, env, "sandbox", "gc", "--older-than", "0s", "--run-id", runID)
+			if gcCode != 0 || !regexp.MustCompile(`(?m)^deleted +`+pModal+` +`+alive[0]+` `).MatchString(gcOut) {
+				t.Errorf("talkops sandbox gc (exit %d) did not delete sandbox %s of run %s:\n%s%s", gcCode, alive[0], runID, gcOut, gcErr)
+			}
+			if left := srv.Ledger().Alive; len(left) != 0 {
+				t.Errorf("after gc the fake still runs %v", left)
+			}
+			if ids := stateIDs(t, root, ""); len(ids) != 0 {
+				t.Errorf("after gc the state dir lists %v; want nothing", ids)
 			}
 		})
 	}
