@@ -67,12 +67,15 @@ func (g *grpcFake) install(r row, marker string) interface{ Arrived() <-chan str
 		f.InjectAll(rpc, modalfake.Fault{Hang: true})
 	case fDrop:
 		f.Inject(rpc, 1, modalfake.Fault{Code: codes.Unavailable, AfterAct: true})
-	case fSIGINT, fSIGTERM, fSIGKILL:
+	case fSIGINT, fSIGTERM, fSIGKILL, fSIGKILLActed:
 		op := map[string]string{sProvision: opCreate, sSync: opUpload, sTeardown: opDelete}[r.stage]
 		if op == "" {
 			return nil
 		}
 		h := f.Hold(g.rpcs[op])
+		if r.fault == fSIGKILLActed {
+			h = f.HoldAfterAct(g.rpcs[op])
+		}
 		g.mu.Lock()
 		g.holds = append(g.holds, h)
 		g.mu.Unlock()
