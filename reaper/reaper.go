@@ -60,7 +60,8 @@ type Entry struct {
 	Provider string `json:"provider"`
 	ID       string `json:"id"`
 	RunID    string `json:"run_id,omitempty"`
-	// State is the provider's ("running", "exited", ...), StateGone or StateUnchecked.
+	// State is the provider's ("running", "exited", ...), StateGone, StateUnchecked or
+	// StatePending.
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
