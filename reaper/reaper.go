@@ -242,26 +242,8 @@ func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger
 		}
 	}
 	for _, r := range pending {
-		owner := cmp.Or(r.Host, host)
-		for _, k := range order {
-			e := byKey[k]
-			if e.Provider != r.Provider || e.RunID != r.RunID || e.Pending || e.State == StateGone || e.State == StateUnchecked {
-				continue
-			}
-			if e.OwnerPID <= 0 {
-				e.OwnerPID, e.OwnerHost = r.PID, owner
-			}
-			if e.CreatedAt.IsZero() {
-				e.CreatedAt = r.CreatedAt // the create was asked for then: no younger
-			}
-		}
-		st := StatePending
-		if !listed[r.Provider] {
-			st = StateUnchecked
-		}
 		k := fmt.Sprintf("%s\x00pending\x00%s\x00%d", r.Provider, r.RunID, r.PID) // no id is empty
-		byKey[k] = &Entry{Provider: r.Provider, RunID: r.RunID, State: st, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
-			OwnerPID: r.PID, OwnerHost: owner, InLedger: true, Pending: true, ProjectDir: r.ProjectDir}
+		byKey[k] = claimForPending(r, cmp.Or(r.Host, host), listed[r.Provider], byKey, order)
 		order = append(order, k)
 	}
 	out := make([]Entry, 0, len(order))
@@ -280,6 +262,30 @@ func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger
 		return a.CreatedAt.Compare(b.CreatedAt)
 	})
 	return out, errors.Join(errs...)
+}
+
+// claimForPending makes the process of pending create r (on host owner) the owner of the
+// listed sandboxes of its provider and run that nothing else claims, and returns r as a
+// Pending entry.
+func claimForPending(r state.Entry, owner string, listed bool, byKey map[string]*Entry, order []string) *Entry {
+	for _, k := range order {
+		e := byKey[k]
+		if e.Provider != r.Provider || e.RunID != r.RunID || e.Pending || e.State == StateGone || e.State == StateUnchecked {
+			continue
+		}
+		if e.OwnerPID <= 0 {
+			e.OwnerPID, e.OwnerHost = r.PID, owner
+		}
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = r.CreatedAt // the create was asked for then: no younger
+		}
+	}
+	st := StatePending
+	if !listed {
+		st = StateUnchecked
+	}
+	return &Entry{Provider: r.Provider, RunID: r.RunID, State: st, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		OwnerPID: r.PID, OwnerHost: owner, InLedger: true, Pending: true, ProjectDir: r.ProjectDir}
 }
 
 func ownerState(e Entry, host string, opts Options) string {
