@@ -195,3 +195,29 @@ func TestLedgerPendingLifecycle(t *testing.T) {
 		t.Errorf("Pending without a run id wrote %+v", got)
 	}
 }
+
+// BenchmarkLedgerCreate is the ledger's cost per created sandbox: the entry alone
+// (before pending entries) against the pending entry, then the entry replacing it.
+func BenchmarkLedgerCreate(b *testing.B) {
+	spec := providers.Spec{RunID: "run-bench"}
+	sb := idSandbox{id: "sb-bench"}
+	b.Run("entry only", func(b *testing.B) {
+		dir := b.TempDir()
+		for b.Loop() {
+			if err := state.Record(dir, state.Entry{Provider: "daytona", ID: sb.id, RunID: spec.RunID, PID: os.Getpid()}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pending, then entry", func(b *testing.B) {
+		l := &state.Ledger{Dir: b.TempDir(), Provider: "daytona"}
+		for b.Loop() {
+			if err := l.Pending(spec); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Record(sb, spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
