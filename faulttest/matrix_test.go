@@ -39,20 +39,23 @@ const (
 
 // Faults.
 const (
-	fSIGINT     = "SIGINT"
-	fSIGTERM    = "SIGTERM"
-	fSIGKILL    = "SIGKILL, then gc"
-	fCancel     = "hang, then GitHub's cancel (SIGINT, SIGTERM 2 s later)"
-	f500        = "500 on every call"
-	f503Once    = "503 once"
-	f500Once    = "500 once"
-	fHang       = "hang (no answer)"
-	fDrop       = "connection dropped after the server acted"
-	fInjected   = "injected error"
-	fReportRO   = "report dir on a read-only mount"
-	fReportGone = "report dir replaced by a file mid-run"
-	fReportFile = "--report-dir under a regular file"
-	fGitHub500  = "GitHub API 500 on every call"
+	fSIGINT  = "SIGINT"
+	fSIGTERM = "SIGTERM"
+	fSIGKILL = "SIGKILL, then gc"
+	// fSIGKILLActed lands while the create's answer is held after the service made the
+	// sandbox: the run never learns its id, only its pending ledger entry is left.
+	fSIGKILLActed = "SIGKILL after the server acted, then gc"
+	fCancel       = "hang, then GitHub's cancel (SIGINT, SIGTERM 2 s later)"
+	f500          = "500 on every call"
+	f503Once      = "503 once"
+	f500Once      = "500 once"
+	fHang         = "hang (no answer)"
+	fDrop         = "connection dropped after the server acted"
+	fInjected     = "injected error"
+	fReportRO     = "report dir on a read-only mount"
+	fReportGone   = "report dir replaced by a file mid-run"
+	fReportFile   = "--report-dir under a regular file"
+	fGitHub500    = "GitHub API 500 on every call"
 
 	f429           = "429 on every call"
 	f429Once       = "429 once"
@@ -159,6 +162,11 @@ func matrixRows() []row {
 	sig(pModal, sProvision, sSync, sSetup, sCheck1, sCheck2, sTeardown)
 	for _, p := range []string{pVercel, pRunloop, pLangSmith} {
 		sig(p, sProvision, sSync, sCheck2, sTeardown)
+	}
+	// The providers whose fakes can answer a create late, after making the sandbox.
+	// Docker's containers carry owner labels, so its rows add nothing.
+	for _, p := range []string{pDaytona, pModal, pVercel, pRunloop, pLangSmith} {
+		rows = append(rows, row{provider: p, stage: sProvision, fault: fSIGKILLActed, want: []int{signalWant(fSIGKILL)}})
 	}
 	sig(pFake, sPublish)
 	rows = append(rows, row{provider: pFake, stage: sPublish, fault: fGitHub500, want: []int{0}})
@@ -453,7 +461,11 @@ func runRow(t *testing.T, r row) *outcome {
 		op := map[string]string{sProvision: opCreate, sSync: opUpload, sTeardown: opDelete}[r.stage]
 		if op != "" {
 			rt := tg.routes[op]
-			held = tg.proxy.add(rt.method, rt.path, 1, actHold, 0)
+			act := actHold
+			if r.fault == fSIGKILLActed {
+				act = actHoldReply
+			}
+			held = tg.proxy.add(rt.method, rt.path, 1, act, 0)
 		}
 	case r.fault == fReportFile:
 		if err := os.WriteFile(filepath.Join(root, "file"), []byte("x"), 0o644); err != nil {
@@ -492,8 +504,8 @@ func runRow(t *testing.T, r row) *outcome {
 		faultAt = time.Now()
 	}
 	switch r.fault {
-	case fSIGINT, fSIGTERM, fSIGKILL:
-		s := map[string]syscall.Signal{fSIGINT: syscall.SIGINT, fSIGTERM: syscall.SIGTERM, fSIGKILL: syscall.SIGKILL}[r.fault]
+	case fSIGINT, fSIGTERM, fSIGKILL, fSIGKILLActed:
+		s := map[string]syscall.Signal{fSIGINT: syscall.SIGINT, fSIGTERM: syscall.SIGTERM, fSIGKILL: syscall.SIGKILL, fSIGKILLActed: syscall.SIGKILL}[r.fault]
 		_ = p.signal(s)
 		if s != syscall.SIGKILL {
 			// Let the signal land while the call is still held, then let it through
@@ -559,8 +571,11 @@ func runRow(t *testing.T, r row) *outcome {
 	runID, pid := p.runID(), p.cmd.Process.Pid
 	alive := tg.alive(t, runID, pid)
 	o.leaked = len(alive)
+	if r.fault == fSIGKILLActed && o.leaked == 0 {
+		o.problem("the service made no sandbox before the kill: the row tests nothing")
+	}
 	states := stateIDs(t, root, "")
-	if r.fault == fSIGKILL || len(alive) > 0 || len(states) > 0 {
+	if isKill(r.fault) || len(alive) > 0 || len(states) > 0 {
 		gcEnv := maps.Clone(env)
 		delete(gcEnv, "TALKOPS_TEST_FAKE_FAULTS")
 		gcArgs := []string{"sandbox", "gc", "--older-than", "0s"}
@@ -609,7 +624,9 @@ func runGC(t *testing.T, provider, dir string, env map[string]string, args ...st
 	return runTalkops(t, dir, env, 60*time.Second, args...)
 }
 
-func isSignal(f string) bool { return f == fSIGINT || f == fSIGTERM || f == fSIGKILL }
+func isSignal(f string) bool { return f == fSIGINT || f == fSIGTERM || isKill(f) }
+
+func isKill(f string) bool { return f == fSIGKILL || f == fSIGKILLActed }
 
 // reach waits until the run is inside the row's stage.
 func reach(t *testing.T, r row, p *proc, held interface{ Arrived() <-chan struct{} }, gh *githubFake, model *scriptedModel, reportDir, marker string) bool {
@@ -730,7 +747,7 @@ func checkResult(o *outcome, p *proc, reportDir string, killed bool) {
 			}
 		}
 	}
-	if o.fault == fSIGKILL || killed {
+	if isKill(o.fault) || killed {
 		o.result = "ok (last write before the kill)"
 		return
 	}

@@ -51,6 +51,10 @@ const (
 	// actLate forwards the request and lets the service act on it, then answers
 	// rule.status instead of the service's answer: a gateway that lost the reply.
 	actLate
+	// actHoldReply forwards the request and lets the service act on it, then announces
+	// it (rule.arrived) and holds the answer until rule.release or the client giving
+	// up: a signal lands after the service acted and before the client learns of it.
+	actHoldReply
 )
 
 // rule matches requests by method and path. nth counts matching requests from 1; 0
@@ -176,7 +180,9 @@ func (p *faultProxy) match(req *http.Request, body []byte) *rule {
 		if r.nth != 0 && r.seen != r.nth {
 			continue
 		}
-		r.announce.Do(func() { close(r.arrived) })
+		if r.act != actHoldReply { // announced once the service acted
+			r.announce.Do(func() { close(r.arrived) })
+		}
 		return r
 	}
 	return nil
@@ -220,6 +226,27 @@ func (p *faultProxy) serve(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		p.proxy.ServeHTTP(w, req)
+	case actHoldReply:
+		resp, err := p.forward(req, body)
+		r.announce.Do(func() { close(r.arrived) })
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		defer resp.Body.Close()
+		select {
+		case <-r.release:
+		case <-r.abandon:
+			panic(http.ErrAbortHandler)
+		case <-req.Context().Done():
+			return
+		case <-p.closing:
+			return
+		}
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
 	case actLate:
 		if resp, err := p.forward(req, body); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)

@@ -19,7 +19,7 @@ func WriteTable(w io.Writer, entries []Entry, now time.Time) error {
 	fmt.Fprintln(tw, "PROVIDER\tID\tRUN ID\tSTATE\tAGE\tEXPIRES\tOWNER\tLEDGER")
 	for _, e := range entries {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			e.Provider, shortID(e.ID), dash(e.RunID), dash(e.State), age(e.CreatedAt, now),
+			e.Provider, idCell(e), dash(e.RunID), dash(e.State), age(e.CreatedAt, now),
 			expires(e.ExpiresAt, now), owner(e), yesNo(e.InLedger))
 	}
 	return tw.Flush()
@@ -52,7 +52,7 @@ func WriteReport(w io.Writer, rep Report) error {
 			if a.Error != "" {
 				reason += ": " + a.Error
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.what, a.Provider, shortID(a.ID), dash(a.RunID), reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.what, a.Provider, idCell(a.Entry), dash(a.RunID), reason)
 		}
 	}
 	if n == 0 {
@@ -68,6 +68,14 @@ func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// idCell is the ID column: the sandbox id, or "(pending)" for a create with no id yet.
+func idCell(e Entry) string {
+	if e.Pending {
+		return "(pending)"
+	}
+	return shortID(e.ID)
 }
 
 // shortID shortens 64-hex container ids the way docker ps does.

@@ -5,6 +5,7 @@ package reaper
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,11 +28,15 @@ import (
 type ListerFunc func(ctx context.Context, names, ledger []string) (map[string]providers.Lister, error)
 
 // Ledger is the local record of created sandboxes (providers/state on disk): one
-// state.Entry per sandbox a run created.
+// state.Entry per sandbox a run created, and one pending state.Entry per create that has
+// not returned an id yet.
 type Ledger interface {
 	Entries() ([]state.Entry, error)
 	// Forget removes an entry; a missing one is not an error.
 	Forget(provider, id string) error
+	// ForgetPending removes the pending entry of a create by pid for runID; a missing
+	// one is not an error.
+	ForgetPending(provider, runID string, pid int) error
 }
 
 // Owner states of an Entry.
@@ -45,6 +50,9 @@ const (
 const (
 	StateGone      = "gone"      // in the ledger, but the provider no longer has it
 	StateUnchecked = "unchecked" // in the ledger, and the provider could not be asked
+	// StatePending is a pending create in the ledger (no id known) whose provider lists
+	// no sandbox of its run.
+	StatePending = "pending"
 )
 
 // Entry is one sandbox, merged from the ledger and the provider.
@@ -52,14 +60,18 @@ type Entry struct {
 	Provider string `json:"provider"`
 	ID       string `json:"id"`
 	RunID    string `json:"run_id,omitempty"`
-	// State is the provider's ("running", "exited", ...), StateGone or StateUnchecked.
-	State      string            `json:"state"`
-	CreatedAt  time.Time         `json:"created_at,omitzero"`
-	ExpiresAt  time.Time         `json:"expires_at,omitzero"`
-	OwnerPID   int               `json:"owner_pid,omitempty"`
-	OwnerHost  string            `json:"owner_host,omitempty"`
-	Owner      string            `json:"owner"`
-	InLedger   bool              `json:"in_ledger"`
+	// State is the provider's ("running", "exited", ...), StateGone, StateUnchecked or
+	// StatePending.
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	OwnerPID  int       `json:"owner_pid,omitempty"`
+	OwnerHost string    `json:"owner_host,omitempty"`
+	Owner     string    `json:"owner"`
+	InLedger  bool      `json:"in_ledger"`
+	// Pending marks a pending create from the ledger, not a sandbox: ID is empty, State
+	// is StatePending or StateUnchecked, and the owner is the process that asked.
+	Pending    bool              `json:"pending,omitempty"`
 	ProjectDir string            `json:"project_dir,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
 }
@@ -76,7 +88,8 @@ type Report struct {
 	DryRun bool `json:"dry_run"`
 	// Deleted sandboxes (or, in a dry run, those that would be).
 	Deleted []Action `json:"deleted"`
-	// Forgotten ledger entries whose sandbox is already gone.
+	// Forgotten ledger entries whose sandbox is already gone, and pending creates of
+	// dead runs that left no sandbox.
 	Forgotten []Action `json:"forgotten"`
 	// Kept sandboxes, each with the reason.
 	Kept []Action `json:"kept"`
@@ -145,6 +158,10 @@ func zombie(pid int) bool {
 // ListLedger merges the ledger with every lister's sandboxes. A provider that fails to
 // list is reported in the returned error (one per provider, joined) and its ledger
 // entries come back as StateUnchecked; the other providers' entries are still returned.
+//
+// A pending create in the ledger names the owner of the listed sandboxes of its provider
+// and run that no entry or owner label claims (its create made them, or the run would
+// have recorded them), and comes back itself as a Pending entry.
 func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger Ledger, opts Options) ([]Entry, error) {
 	var errs []error
 	var recs []state.Entry
@@ -189,9 +206,14 @@ func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger
 		}
 	}
 	host := opts.hostname()
+	var pending []state.Entry
 	for _, r := range recs {
 		if len(listers) > 0 && listers[r.Provider] == nil {
 			continue // not one of the providers asked about
+		}
+		if r.Pending {
+			pending = append(pending, r)
+			continue
 		}
 		k := r.Provider + "\x00" + r.ID
 		e, known := byKey[k]
@@ -214,9 +236,15 @@ func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger
 		}
 		e.ProjectDir = r.ProjectDir
 		if r.PID > 0 {
-			// The ledger is local, so its PID is one of this host's.
-			e.OwnerPID, e.OwnerHost = r.PID, host
+			// An entry without a host predates the field: the ledger is local, so its
+			// PID is one of this host's.
+			e.OwnerPID, e.OwnerHost = r.PID, cmp.Or(r.Host, host)
 		}
+	}
+	for _, r := range pending {
+		k := fmt.Sprintf("%s\x00pending\x00%s\x00%d", r.Provider, r.RunID, r.PID) // no id is empty
+		byKey[k] = claimForPending(r, cmp.Or(r.Host, host), listed[r.Provider], byKey, order)
+		order = append(order, k)
 	}
 	out := make([]Entry, 0, len(order))
 	for _, k := range order {
@@ -234,6 +262,30 @@ func ListLedger(ctx context.Context, listers map[string]providers.Lister, ledger
 		return a.CreatedAt.Compare(b.CreatedAt)
 	})
 	return out, errors.Join(errs...)
+}
+
+// claimForPending makes the process of pending create r (on host owner) the owner of the
+// listed sandboxes of its provider and run that nothing else claims, and returns r as a
+// Pending entry.
+func claimForPending(r state.Entry, owner string, listed bool, byKey map[string]*Entry, order []string) *Entry {
+	for _, k := range order {
+		e := byKey[k]
+		if e.Provider != r.Provider || e.RunID != r.RunID || e.Pending || e.State == StateGone || e.State == StateUnchecked {
+			continue
+		}
+		if e.OwnerPID <= 0 {
+			e.OwnerPID, e.OwnerHost = r.PID, owner
+		}
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = r.CreatedAt // the create was asked for then: no younger
+		}
+	}
+	st := StatePending
+	if !listed {
+		st = StateUnchecked
+	}
+	return &Entry{Provider: r.Provider, RunID: r.RunID, State: st, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		OwnerPID: r.PID, OwnerHost: owner, InLedger: true, Pending: true, ProjectDir: r.ProjectDir}
 }
 
 func ownerState(e Entry, host string, opts Options) string {
@@ -284,9 +336,10 @@ func roundDur(d time.Duration) time.Duration {
 	}
 }
 
-// GCLedger deletes what Decide selects and forgets ledger entries whose sandbox is gone.
-// With dryRun it changes nothing and reports what it would do. Listing errors are
-// returned joined with any deletion failures; the report is complete either way.
+// GCLedger deletes what Decide selects and forgets ledger entries whose sandbox is gone,
+// then forgets the pending creates that DecidePending lets go. With dryRun it changes
+// nothing and reports what it would do. Listing errors are returned joined with any
+// deletion failures; the report is complete either way.
 func GCLedger(ctx context.Context, listers map[string]providers.Lister, ledger Ledger, olderThan time.Duration, dryRun bool, opts Options) (Report, error) {
 	rep := Report{DryRun: dryRun, Deleted: []Action{}, Forgotten: []Action{}, Kept: []Action{}, Failed: []Action{}}
 	entries, listErr := ListLedger(ctx, listers, ledger, opts)
@@ -295,10 +348,18 @@ func GCLedger(ctx context.Context, listers map[string]providers.Lister, ledger L
 	if listErr != nil {
 		errs = append(errs, listErr)
 	}
+	// The runs that still have a sandbox after this pass (or, in a dry run, would have).
+	remaining := map[string]bool{}
+	runKey := func(e Entry) string { return e.Provider + "\x00" + e.RunID }
+	var pending []Entry
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
 			break
+		}
+		if e.Pending {
+			pending = append(pending, e)
+			continue
 		}
 		switch e.State {
 		case StateGone:
@@ -315,12 +376,14 @@ func GCLedger(ctx context.Context, listers map[string]providers.Lister, ledger L
 			continue
 		case StateUnchecked:
 			rep.Kept = append(rep.Kept, Action{Entry: e, Reason: "the provider could not be asked"})
+			remaining[runKey(e)] = true
 			continue
 		}
 		del, reason := Decide(e, olderThan, now)
 		a := Action{Entry: e, Reason: reason}
 		if !del {
 			rep.Kept = append(rep.Kept, a)
+			remaining[runKey(e)] = true
 			continue
 		}
 		if dryRun {
@@ -330,6 +393,7 @@ func GCLedger(ctx context.Context, listers map[string]providers.Lister, ledger L
 		if err := listers[e.Provider].Delete(ctx, e.ID); err != nil {
 			a.Error = err.Error()
 			rep.Failed = append(rep.Failed, a)
+			remaining[runKey(e)] = true
 			errs = append(errs, fmt.Errorf("delete %s sandbox %s: %w", e.Provider, e.ID, err))
 			continue
 		}
@@ -340,7 +404,51 @@ func GCLedger(ctx context.Context, listers map[string]providers.Lister, ledger L
 		}
 		rep.Deleted = append(rep.Deleted, a)
 	}
+	for _, e := range pending {
+		if ctx.Err() != nil {
+			break // reported above
+		}
+		forget, reason := DecidePending(e, remaining[runKey(e)], olderThan, now)
+		a := Action{Entry: e, Reason: reason}
+		if !forget {
+			rep.Kept = append(rep.Kept, a)
+			continue
+		}
+		if !dryRun && ledger != nil {
+			if err := ledger.ForgetPending(e.Provider, e.RunID, e.OwnerPID); err != nil {
+				a.Error = err.Error()
+				rep.Failed = append(rep.Failed, a)
+				errs = append(errs, fmt.Errorf("forget the pending %s create of run %s: %w", e.Provider, e.RunID, err))
+				continue
+			}
+		}
+		rep.Forgotten = append(rep.Forgotten, a)
+	}
 	return rep, errors.Join(errs...)
+}
+
+// DecidePending says whether gc forgets a pending create, and why. Its sandboxes were
+// already judged by Decide, with the pending create's process as their owner; the
+// record itself goes once it is no longer evidence of anything: its process is gone
+// from this host, its run has no sandbox left (running holds whether one remains after
+// this pass), and it is at least olderThan old, so a create the service finishes after
+// its client died still finds the record within that window.
+func DecidePending(e Entry, running bool, olderThan time.Duration, now time.Time) (forget bool, reason string) {
+	age := now.Sub(e.CreatedAt)
+	switch {
+	case e.State == StateUnchecked:
+		return false, "the provider could not be asked"
+	case e.Owner == OwnerAlive:
+		return false, fmt.Sprintf("create in flight: owner pid %d is running", e.OwnerPID)
+	case e.Owner != OwnerGone:
+		return false, fmt.Sprintf("pending create of pid %d on host %s: only that host can check it", e.OwnerPID, e.OwnerHost)
+	case running:
+		return false, "the run still has a sandbox"
+	case age < olderThan:
+		return false, fmt.Sprintf("younger than %s", roundDur(olderThan))
+	default:
+		return true, fmt.Sprintf("pending create of pid %d, which is gone, and its run has no sandbox", e.OwnerPID)
+	}
 }
 
 // CloseListers closes the listers that hold resources (engine clients).

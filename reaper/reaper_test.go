@@ -65,6 +65,11 @@ func (m *memLedger) Forget(provider, id string) error {
 	return nil
 }
 
+func (m *memLedger) ForgetPending(provider, runID string, pid int) error {
+	m.forgotten = append(m.forgotten, fmt.Sprintf("%s/pending-%s-%d", provider, runID, pid))
+	return nil
+}
+
 var (
 	now          = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	livePID      = 4242

@@ -21,6 +21,10 @@ func (d stateLedger) Entries() ([]state.Entry, error) { return state.List(string
 
 func (d stateLedger) Forget(provider, id string) error { return state.Remove(string(d), provider, id) }
 
+func (d stateLedger) ForgetPending(provider, runID string, pid int) error {
+	return state.RemovePending(string(d), provider, runID, pid)
+}
+
 // LedgerProviders lists, sorted, the providers the ledger in stateDir records sandboxes
 // of: with runID, only those of that run. `sandbox gc --run-id` without --provider asks
 // these, so it reaps a run's sandboxes whichever provider created them (a --sandbox the

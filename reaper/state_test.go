@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -70,12 +71,13 @@ func TestLedgerProviders(t *testing.T) {
 		{Provider: "docker", ID: "v1", RunID: "a"},
 		{Provider: "bwrap", ID: "b1", RunID: "a"},
 		{Provider: "daytona", ID: "d1", RunID: "b"},
+		{Provider: "modal", RunID: "c", PID: 7, Pending: true}, // a create killed in flight
 	} {
 		if err := state.Record(dir, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for runID, want := range map[string][]string{"a": {"bwrap", "docker"}, "b": {"daytona"}, "c": nil, "": {"bwrap", "daytona", "docker"}} {
+	for runID, want := range map[string][]string{"a": {"bwrap", "docker"}, "b": {"daytona"}, "c": {"modal"}, "d": nil, "": {"bwrap", "daytona", "docker", "modal"}} {
 		got, err := LedgerProviders(dir, runID)
 		if err != nil {
 			t.Fatal(err)
@@ -86,5 +88,29 @@ func TestLedgerProviders(t *testing.T) {
 	}
 	if got, err := LedgerProviders(dir+"/missing", ""); err != nil || len(got) != 0 {
 		t.Errorf("missing ledger: %v, %v; want none and no error", got, err)
+	}
+}
+
+// TestGCPendingWithStateDir: a run killed mid-create left a pending entry on disk and a
+// sandbox with only its run id; gc deletes the sandbox and removes the pending file.
+func TestGCPendingWithStateDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	created := time.Now().Add(-time.Second).UTC()
+	host, _ := os.Hostname()
+	pending := state.Entry{Provider: "daytona", RunID: "r1", CreatedAt: created, PID: deadPID(t), Host: host, Pending: true}
+	if err := state.Record(dir, pending); err != nil {
+		t.Fatal(err)
+	}
+	lister := &fakeLister{infos: []providers.Info{cloudInfo("sb-1", "r1", created, created.Add(time.Hour))}}
+	rep, err := GC(t.Context(), map[string]providers.Lister{"daytona": lister}, dir, 0, false, Options{RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"sb-1"}, lister.deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s\nreport %+v", diff, rep)
+	}
+	if left, err := state.List(dir); len(left) != 0 || err != nil {
+		t.Errorf("ledger after gc = %+v, %v; want empty", left, err)
 	}
 }

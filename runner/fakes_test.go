@@ -59,6 +59,8 @@ type world struct {
 	// sandboxes created and not yet deleted.
 	ledger map[string]bool
 	live   map[string]bool
+	// pending is set while the ledger holds a pending create.
+	pending bool
 	// teardownCtx describes the context sandbox.Close was called with.
 	teardownCtx closeContext
 
@@ -374,6 +376,26 @@ func (p *fakePublisher) Finish(ctx context.Context, _ *result.Result) error {
 
 type fakeLedger struct{ w *world }
 
+func (l *fakeLedger) Pending(providers.Spec) error {
+	if err := l.w.call(context.Background(), "ledger.Pending"); err != nil {
+		return err
+	}
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	l.w.pending = true
+	return nil
+}
+
+func (l *fakeLedger) DropPending(providers.Spec) error {
+	if err := l.w.call(context.Background(), "ledger.DropPending"); err != nil {
+		return err
+	}
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	l.w.pending = false
+	return nil
+}
+
 func (l *fakeLedger) Record(sb providers.Sandbox, _ providers.Spec) error {
 	if err := l.w.call(context.Background(), "ledger.Record"); err != nil {
 		return err
@@ -381,6 +403,7 @@ func (l *fakeLedger) Record(sb providers.Sandbox, _ providers.Spec) error {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	l.w.ledger[sb.ID()] = true
+	l.w.pending = false // Record replaces the create's pending entry
 	return nil
 }
 
@@ -391,6 +414,7 @@ func (l *fakeLedger) Forget(sb providers.Sandbox) error {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	delete(l.w.ledger, sb.ID())
+	l.w.pending = false // the sandbox a failed Record left is gone
 	return nil
 }
 

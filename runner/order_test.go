@@ -16,7 +16,7 @@ import (
 var (
 	setupCalls = []string{"sandbox.Upload", "sandbox.Exec sh", "sandbox.Exec rm"}
 	// A provisioned clean room: a new sandbox, recorded, synced, set up, the change set applied.
-	cleanRoomCalls = seq("provider.Create", "ledger.Record", "sync", setupCalls, "workspace.Apply")
+	cleanRoomCalls = seq("ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls, "workspace.Apply")
 )
 
 // seq flattens names and slices of names into one call sequence.
@@ -69,7 +69,7 @@ func TestStageOrder(t *testing.T) {
 	}{{
 		name:  "every part",
 		parts: everything(),
-		calls: seq("publisher.Begin", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate",
 			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
 		stages:   "provision:ok sync:ok setup:ok agent:ok rubric:ok teardown:ok publish:ok",
@@ -85,7 +85,7 @@ func TestStageOrder(t *testing.T) {
 	}, {
 		name:  "no rubric",
 		parts: noRubric,
-		calls: seq("publisher.Begin", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
 			"agent.New", "agent.Run", "agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
 		stages:   "provision:ok sync:ok setup:ok agent:ok rubric:skipped teardown:ok publish:ok",
 		exit:     runner.ExitPass,
@@ -110,7 +110,7 @@ func TestStageOrder(t *testing.T) {
 	}, {
 		name:  "revision loop until satisfied",
 		parts: loop,
-		calls: seq("publisher.Begin", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate",
 			"agent.Revise", "rubric.Evaluate", "agent.Revise", "rubric.Evaluate",
 			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
@@ -121,7 +121,7 @@ func TestStageOrder(t *testing.T) {
 	}, {
 		name:  "revision loop stops at max iterations",
 		parts: limit,
-		calls: seq("publisher.Begin", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate", "agent.Revise", "rubric.Evaluate",
 			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
 		stages:   "provision:ok sync:ok setup:ok agent:ok rubric:ok agent:ok rubric:ok teardown:ok publish:ok",
@@ -131,7 +131,7 @@ func TestStageOrder(t *testing.T) {
 		// An agent out of budget is not asked to revise; its work is scored once.
 		name:  "partial agent is not revised",
 		parts: partial,
-		calls: seq("publisher.Begin", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate",
 			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
 		stages:   "provision:ok sync:ok setup:ok agent:partial rubric:partial teardown:ok publish:ok",
@@ -140,7 +140,7 @@ func TestStageOrder(t *testing.T) {
 	}, {
 		name:  "a revision out of budget ends the loop",
 		parts: revisedPartial,
-		calls: seq("publisher.Begin", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate", "agent.Revise", "rubric.Evaluate",
 			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
 		stages:   "provision:ok sync:ok setup:ok agent:ok rubric:ok agent:partial rubric:partial teardown:ok publish:ok",
@@ -151,7 +151,7 @@ func TestStageOrder(t *testing.T) {
 		// agent's next pass; the workspace record is removed before the sandbox goes.
 		name:  "clean rooms",
 		parts: clean,
-		calls: seq("publisher.Begin", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
 			"workspace.Baseline", "agent.New", "agent.Run", "workspace.Changes", "rubric.Describe",
 			cleanRoomCalls, "rubric.Evaluate", "sandbox.Close", "ledger.Forget",
 			"agent.Revise", "workspace.Changes",

@@ -97,8 +97,11 @@ type Publisher interface {
 type Syncer func(ctx context.Context, sb providers.Sandbox, sink events.Sink) (*result.Sync, error)
 
 // Ledger records created sandboxes before first use, so a reaper can find them after a
-// SIGKILL, and forgets them once deleted.
+// SIGKILL, and forgets them once deleted. Pending is written before each create and
+// replaced by Record, so a run killed while its create is in flight is known to be dead.
 type Ledger interface {
+	Pending(spec providers.Spec) error
+	DropPending(spec providers.Spec) error
 	Record(sb providers.Sandbox, spec providers.Spec) error
 	Forget(sb providers.Sandbox) error
 }
@@ -471,7 +474,7 @@ func (r *run) provision(ctx context.Context) error {
 		r.res.Sandbox.ID, r.res.Sandbox.WorkDir, r.res.Sandbox.Attached = sb.ID(), sb.WorkDir(), true
 		return nil
 	}
-	sb, err := p.Create(ctx, spec)
+	sb, err := r.create(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("create %s sandbox: %w", r.opts.ProviderName, err)
 	}
@@ -487,6 +490,26 @@ func (r *run) provision(ctx context.Context) error {
 	}
 	_ = r.writeResult() // a failure is logged; the final write decides
 	return nil
+}
+
+// create asks the provider for a sandbox, with a pending ledger entry around the call: a
+// run killed before Record leaves evidence that its sandboxes have no live owner. A
+// create that returned an error made nothing, so its entry goes; one that panicked may
+// have, so its entry stays for gc.
+func (r *run) create(ctx context.Context, spec providers.Spec) (providers.Sandbox, error) {
+	if r.opts.Ledger != nil {
+		if err := r.opts.Ledger.Pending(spec); err != nil {
+			// A crash during the create would strand the sandbox until its expiry.
+			return nil, fmt.Errorf("record the pending create in the state file: %w", err)
+		}
+	}
+	sb, err := r.opts.Provider.Create(ctx, spec)
+	if err != nil && r.opts.Ledger != nil {
+		if derr := r.opts.Ledger.DropPending(spec); derr != nil {
+			r.log.Warn().Err(derr).Msg("the create failed but its pending state file entry remains")
+		}
+	}
+	return sb, err
 }
 
 func (r *run) sync(ctx context.Context) error {

@@ -39,6 +39,7 @@ var faultPoints = []struct {
 	kinds []string
 }{
 	{"publisher.Begin", "publish", []string{withError, withPanic, withSIGINT, withSIGTERM}},
+	{"ledger.Pending", "provision", []string{withError, withPanic}},
 	{"provider.Create", "provision", nil},
 	{"ledger.Record", "provision", []string{withError, withPanic}},
 	{"sync", "sync", nil},
@@ -125,8 +126,19 @@ func TestTeardownOnEveryPath(t *testing.T) {
 				if left := w.ledgerLeft(); len(left) != 0 {
 					t.Errorf("ledger still holds %v although every sandbox was deleted", left)
 				}
+				w.mu.Lock()
+				pending := w.pending
+				w.mu.Unlock()
+				// A create that panicked may have made a sandbox nobody can name: its
+				// pending entry stays for gc. Every other path drops it.
+				if wantPending := fp.call == "provider.Create" && kind == withPanic; pending != wantPending {
+					t.Errorf("ledger holds a pending create: %t, want %t (calls %v)", pending, wantPending, calls)
+				}
+				if fp.call == "ledger.Pending" && slices.Contains(calls, "provider.Create") {
+					t.Errorf("the create was sent though its pending entry was not written: %v", calls)
+				}
 				created := slices.Contains(calls, "sandbox.Close")
-				if fp.call == "provider.Create" || (fp.call == "publisher.Begin" && kind != withError && kind != withPanic) {
+				if fp.call == "provider.Create" || fp.call == "ledger.Pending" || (fp.call == "publisher.Begin" && kind != withError && kind != withPanic) {
 					// Nothing was provisioned.
 					if created || res.Teardown == nil || fmt.Sprint(res.Teardown.Status) != "none" {
 						t.Errorf("teardown %+v with no sandbox (calls %v)", res.Teardown, calls)

@@ -149,7 +149,7 @@ func (r *run) openCleanRoom(ctx context.Context) error {
 		}
 		spec.ProjectDir, spec.WorkDir = dir, ""
 	}
-	sb, err := r.opts.Provider.Create(ctx, spec)
+	sb, err := r.create(ctx, spec)
 	if err != nil {
 		return fail(fmt.Errorf("clean room: create %s sandbox: %w", r.opts.ProviderName, err))
 	}

@@ -291,11 +291,16 @@ func (p *Provider) Attach(ctx context.Context, id string, opts providers.AttachO
 	return p.handle(id, cmp.Or(opts.WorkDir, p.opts.WorkingDir), nil, false), nil
 }
 
-// List returns the running and suspended devboxes whose metadata carries
+// liveStatuses are the devbox states that still hold (or will hold) resources: all but
+// failure and shutdown. A devbox whose create was answered to a client that died is
+// still provisioning when gc looks.
+var liveStatuses = []string{"queued", "provisioning", "initializing", "running", "suspending", "suspended", "resuming"}
+
+// List returns the live devboxes (liveStatuses) whose metadata carries
 // talkops.created-by=talkops (Runloop cannot filter on metadata; this filters locally).
 func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 	var out []providers.Info
-	for _, status := range []string{"running", "suspended"} {
+	for _, status := range liveStatuses {
 		after := ""
 		for page := 0; ; page++ {
 			if page == 1000 {

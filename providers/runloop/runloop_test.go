@@ -2,8 +2,10 @@ package runloop_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -254,6 +256,25 @@ func TestListFiltersMetadata(t *testing.T) {
 	foreign.Labels = map[string]string{"team": "other"}
 	cloudtest.Create(t, p, foreign)
 	srv.Suspend(ours[2])
+	// A create whose client died before it read the answer: nobody reads the status,
+	// so the devbox stays provisioning.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v1/devboxes",
+		strings.NewReader(`{"name":"orphan","metadata":{"talkops.created-by":"talkops","talkops.run-id":"run-d"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orphan struct{ ID, Status string }
+	err = json.NewDecoder(resp.Body).Decode(&orphan)
+	resp.Body.Close()
+	if err != nil || orphan.Status != "provisioning" {
+		t.Fatalf("raw create: %+v, %v; want a provisioning devbox", orphan, err)
+	}
 	infos, err := p.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +283,7 @@ func TestListFiltersMetadata(t *testing.T) {
 	for _, in := range infos {
 		got[in.ID] = in.RunID + "/" + in.State
 	}
-	want := map[string]string{ours[0]: "run-a/running", ours[1]: "run-b/running", ours[2]: "run-c/suspended"}
+	want := map[string]string{ours[0]: "run-a/running", ours[1]: "run-b/running", ours[2]: "run-c/suspended", orphan.ID: "run-d/provisioning"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List() mismatch (-want +got):\n%s", diff)
 	}

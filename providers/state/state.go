@@ -2,8 +2,12 @@
 // sandbox, so that a run killed before its teardown can still be reaped by
 // `talkops sandbox gc`.
 //
-// The runner calls Record right after Create returns and before the sandbox is first
-// used, and Remove after a successful delete. Every write is atomic (a temporary file
+// Before asking a provider to create, the runner records a pending entry (Pending set, no
+// id yet) for its provider, run id and pid; it replaces that with the real entry right
+// after Create returns and before the sandbox is first used, drops it when the create
+// fails, and calls Remove after a successful delete. A pending entry left behind by a
+// run killed mid-create is how gc tells the sandbox that run's create made, found by its
+// run-id label, from one whose owner may still be alive. Every write is atomic (a temporary file
 // renamed into place) and every sandbox has its own file, so concurrent talkops processes
 // sharing the directory never lose each other's entries.
 package state
@@ -32,6 +36,12 @@ type Entry struct {
 	// PID is the talkops process that created the sandbox; gc can tell a live run from
 	// a dead one on the same host.
 	PID int `json:"pid,omitempty"`
+	// Host is the host PID runs on; "" (entries written before it was recorded) means
+	// the host that reads the ledger.
+	Host string `json:"host,omitempty"`
+	// Pending marks a create that was requested and has not returned an id: ID is empty
+	// and the entry is keyed by Provider, RunID and PID instead.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Expired reports whether the entry has an expiry and it is before now.
@@ -90,6 +100,44 @@ func escape(s string) string {
 	return b.String()
 }
 
+// PendingFileName returns the name of the file that holds the pending entry of a create
+// by process pid for run runID: "<provider>+pending-<run id>-<pid>.json". The '+' is
+// escaped in every FileName, so the two kinds of name never collide.
+func PendingFileName(provider, runID string, pid int) string {
+	return escape(provider) + "+pending-" + escape(runID) + "-" + strconv.Itoa(pid) + ".json"
+}
+
+// fileName returns where e is kept, checking its key.
+func (e Entry) fileName(dir string) (string, error) {
+	if !e.Pending {
+		if err := checkKey(dir, e.Provider, e.ID); err != nil {
+			return "", err
+		}
+		return FileName(e.Provider, e.ID), nil
+	}
+	switch {
+	case dir == "":
+		return "", errors.New("no state directory (set XDG_STATE_HOME or HOME)")
+	case e.Provider == "":
+		return "", errors.New("pending entry has no provider")
+	case e.ID != "":
+		return "", fmt.Errorf("pending entry has id %q; a pending entry has none", e.ID)
+	case e.RunID == "":
+		return "", errors.New("pending entry has no run id")
+	case e.PID <= 0:
+		return "", errors.New("pending entry has no pid")
+	}
+	return PendingFileName(e.Provider, e.RunID, e.PID), nil
+}
+
+// key names e in messages: provider/id, or provider/pending-<run id>-<pid>.
+func (e Entry) key() string {
+	if e.Pending {
+		return fmt.Sprintf("%s/pending-%s-%d", e.Provider, e.RunID, e.PID)
+	}
+	return e.Provider + "/" + e.ID
+}
+
 func checkKey(dir, provider, id string) error {
 	switch {
 	case dir == "":
@@ -103,9 +151,11 @@ func checkKey(dir, provider, id string) error {
 }
 
 // Record writes e to dir (created with mode 0700 if missing), replacing any entry for the
-// same provider and id. The file is complete or absent, never partial.
+// same provider and id (for a pending entry: provider, run id and pid). The file is
+// complete or absent, never partial.
 func Record(dir string, e Entry) error {
-	if err := checkKey(dir, e.Provider, e.ID); err != nil {
+	name, err := e.fileName(dir)
+	if err != nil {
 		return fmt.Errorf("state: record: %w", err)
 	}
 	if e.CreatedAt.IsZero() {
@@ -113,13 +163,13 @@ func Record(dir string, e Entry) error {
 	}
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
-		return fmt.Errorf("state: record %s/%s: %w", e.Provider, e.ID, err)
+		return fmt.Errorf("state: record %s: %w", e.key(), err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("state: record %s/%s: %w", e.Provider, e.ID, err)
+		return fmt.Errorf("state: record %s: %w", e.key(), err)
 	}
-	if err := writeAtomic(filepath.Join(dir, FileName(e.Provider, e.ID)), append(b, '\n')); err != nil {
-		return fmt.Errorf("state: record %s/%s: %w", e.Provider, e.ID, err)
+	if err := writeAtomic(filepath.Join(dir, name), append(b, '\n')); err != nil {
+		return fmt.Errorf("state: record %s: %w", e.key(), err)
 	}
 	return nil
 }
@@ -165,7 +215,22 @@ func Remove(dir, provider, id string) error {
 	return nil
 }
 
-// List returns every entry in dir, oldest first. A missing directory is an empty ledger.
+// RemovePending deletes the pending entry of a create by process pid for run runID.
+// Removing one that does not exist is not an error.
+func RemovePending(dir, provider, runID string, pid int) error {
+	e := Entry{Provider: provider, RunID: runID, PID: pid, Pending: true}
+	name, err := e.fileName(dir)
+	if err != nil {
+		return fmt.Errorf("state: remove: %w", err)
+	}
+	err = os.Remove(filepath.Join(dir, name))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("state: remove %s: %w", e.key(), err)
+	}
+	return nil
+}
+
+// List returns every entry in dir, oldest first, pending ones included. A missing directory is an empty ledger.
 // Files that cannot be read or parsed are reported in the error (naming each file)
 // while the readable entries are still returned.
 func List(dir string) ([]Entry, error) {
@@ -200,8 +265,8 @@ func List(dir string) ([]Entry, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 			continue
 		}
-		if e.Provider == "" || e.ID == "" {
-			errs = append(errs, fmt.Errorf("%s: entry lacks provider or id", p))
+		if _, err := e.fileName(dir); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 			continue
 		}
 		entries = append(entries, e)
