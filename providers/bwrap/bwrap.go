@@ -73,6 +73,16 @@ type meta struct {
 	// Project is the host project shown as the working directory's lower layer, when
 	// the workspace is layered (see LayerProject).
 	Project string `json:"project,omitempty"`
+	// Caches are the shared caches the sandbox was created with, as mounted, so that
+	// Attach shows the same ones whatever the attaching run's configuration says.
+	Caches []cacheMeta `json:"caches,omitempty"`
+}
+
+// cacheMeta is one mounted cache in the sandbox record. Slot names its directories
+// under the sandbox directory (caches/<slot>, layers/cache-<slot>).
+type cacheMeta struct {
+	providers.Cache
+	Slot string `json:"slot"`
 }
 
 type cgroupMeta struct {
@@ -151,6 +161,13 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
 	s.mountCaches(ctx, spec.Caches)
+	if len(s.caches) > 0 {
+		m.Caches = s.cacheRecord()
+		if err := writeMeta(dir, m); err != nil {
+			s.holder.stop()
+			return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
+		}
+	}
 	if len(s.caches) > 0 && spec.ProjectDir != "" && spec.WorkDir == "" && p.opts.WorkingDir == "" {
 		// Build caches key entries by the source directory (Go's action ids include
 		// it), so a workspace at /workspace would miss for every package of the
@@ -219,17 +236,22 @@ func (p *Provider) Attach(ctx context.Context, id string) (providers.Sandbox, er
 	if s.limits.Memory == 0 && s.limits.Pids == 0 && s.limits.CPUSeconds == 0 {
 		s.limits.Mechanism = LimitsNone
 	}
-	if m.Project != "" {
-		// A layered workspace lives in its creator's mount namespace; mounting the same
-		// upper directory twice would corrupt it.
+	if m.Project != "" || len(m.Caches) > 0 {
+		// Layers live in their creator's mount namespace; mounting the same upper
+		// directory twice would corrupt it.
 		if m.PID != os.Getpid() && processAlive(m.PID) {
-			return nil, fmt.Errorf("attach bwrap sandbox %q: its workspace is layered over %s and still in use by talkops process %d", id, m.Project, m.PID)
+			return nil, fmt.Errorf("attach bwrap sandbox %q: its workspace or caches are layered and still in use by talkops process %d", id, m.PID)
 		}
+	}
+	if m.Project != "" {
 		if err := s.remountProject(ctx, m.Project); err != nil {
 			s.holder.stop()
 			return nil, fmt.Errorf("attach bwrap sandbox %q: %w", id, err)
 		}
 	}
+	// The caches the sandbox was created with, not the attaching run's: its workspace
+	// path and what its earlier commands wrote into the caches' layers depend on them.
+	s.remountCaches(ctx, m.Caches)
 	return s, nil
 }
 
