@@ -484,7 +484,7 @@ func (s *Sandbox) mountCaches(ctx context.Context, caches []providers.Cache) {
 				s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
 				continue
 			}
-			s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target})
+			s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target, slot: strconv.Itoa(i)})
 			continue
 		}
 		if fi, err := os.Stat(c.HostDir); err != nil || !fi.IsDir() {

@@ -1,0 +1,211 @@
+package bwrap
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/talkops/talkops/providers"
+	"github.com/talkops/talkops/providers/workspace"
+)
+
+// orphan makes sb look like a sandbox whose creator died: its namespace (and every
+// overlay in it) goes, the directory and record stay, the record names a dead pid.
+func orphan(t *testing.T, sb *Sandbox) {
+	t.Helper()
+	sb.mu.Lock()
+	h := sb.holder
+	sb.holder, sb.layered = nil, false
+	sb.mu.Unlock()
+	h.stop()
+	m, err := readMeta(sb.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.PID = 1 << 22 // a pid that is not running
+	if err := writeMeta(sb.dir, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAttachRemountsCaches: a sandbox attached by another provider instance, configured
+// without any cache, shows the caches it was created with: the host entries, its own
+// earlier writes, the caches' env variables and a tool home; its writes never reach the
+// host copy.
+func TestAttachRemountsCaches(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	hostCache := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hostCache, "mod.zip"), []byte("module\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	spec := providers.Spec{RunID: "attach-caches", Caches: []providers.Cache{
+		{Name: "missing", HostDir: filepath.Join(hostCache, "nope"), Path: "/cache/missing"},
+		{Name: "go-mod", HostDir: hostCache, Path: "/cache/go-mod", Env: map[string]string{"GOMODCACHE": "/cache/go-mod"}},
+		{Name: "tool-home", Path: "/cache/home", Env: map[string]string{"TOOL_HOME": "/cache/home"}},
+	}}
+	created, err := New(Options{StateDir: state}).Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := created.(*Sandbox)
+	if res := run(t, sb, `set -e; echo first > "$GOMODCACHE/first"; echo state > "$TOOL_HOME/lock"`); res.ExitCode != 0 {
+		t.Fatalf("first run: %d %s", res.ExitCode, res.Stderr)
+	}
+	orphan(t, sb)
+
+	p := New(Options{StateDir: state})
+	attached, err := p.Attach(t.Context(), sb.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Delete(t.Context(), sb.ID()) })
+	shared, notes := attached.(providers.CacheSharer).SharedCaches()
+	var names []string
+	for _, c := range shared {
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, ","); got != "go-mod,tool-home" {
+		t.Errorf("attached SharedCaches = %q, want the two mounted at create (notes %q)", got, notes)
+	}
+	res := run(t, attached, `set -e
+echo "$GOMODCACHE $TOOL_HOME"
+cat /cache/go-mod/mod.zip /cache/go-mod/first /cache/home/lock
+echo poisoned > /cache/go-mod/mod.zip
+echo second > /cache/go-mod/second
+test ! -e /cache/missing && echo no-missing`)
+	if got, want := string(res.Stdout), "/cache/go-mod /cache/home\nmodule\nfirst\nstate\nno-missing\n"; got != want {
+		t.Errorf("attached sandbox printed %q, want %q (stderr %s)", got, want, res.Stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(hostCache, "mod.zip")); string(b) != "module\n" {
+		t.Errorf("the host cache changed: %q", b)
+	}
+	for _, name := range []string{"first", "second"} {
+		if _, err := os.Stat(filepath.Join(hostCache, name)); !os.IsNotExist(err) {
+			t.Errorf("%s, written in the sandbox, reached the host cache (%v)", name, err)
+		}
+	}
+	if err := attached.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAttachRefusesLiveCreatorsCaches: the cache layers of a sandbox whose creator still
+// runs are not mounted a second time.
+func TestAttachRefusesLiveCreatorsCaches(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	sb := newSandbox(t, Options{StateDir: state}, providers.Spec{Caches: []providers.Cache{{Name: "c", HostDir: t.TempDir(), Path: "/cache/c"}}})
+	m, err := readMeta(sb.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.PID = os.Getppid() // alive, and not this process
+	if err := writeMeta(sb.dir, m); err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Options{StateDir: state}).Attach(t.Context(), sb.ID())
+	if err == nil || !strings.Contains(err.Error(), "still in use by talkops process") {
+		t.Errorf("Attach = %v, want a refusal naming the live process", err)
+	}
+}
+
+// TestLateProjectFilesStayOut: files that appear in the host project after the plan,
+// whatever the sync rules would say of them (allowed, withheld, ignored, oversized, in a
+// skipped directory), never show in the layered workspace, and the lower layer is made
+// of links to the project's own inodes (no byte copied).
+func TestLateProjectFilesStayOut(t *testing.T) {
+	t.Parallel()
+	root := trickyProject(t)
+	sb := newSandbox(t, Options{}, providers.Spec{})
+	if st, err := workspace.Sync(t.Context(), sb, root, "", syncOpts); err != nil || st.Mode != workspace.ModeOverlay {
+		t.Fatalf("Sync: %+v, %v", st, err)
+	}
+	// .env and big.bin already existed and were left out; they are replaced by
+	// allowed-looking content now, along with new files of every kind.
+	late := map[string]string{
+		"late.txt":                "allowed by the rules\n",
+		"newdir/late.go":          "package late\n",
+		"pkg/util/late.go":        "package util\n",
+		".env":                    "SECRET=late\n",
+		"config/.env.local":       "SECRET=late\n",
+		"late.log":                "ignored by .gitignore\n",
+		"out/late":                "in an ignored directory\n",
+		"node_modules/late/x.js":  "in a skipped directory\n",
+		"huge.bin":                strings.Repeat("y", 4096),
+		"deep/a/b/c/late-new.txt": "deep\n",
+	}
+	for rel, body := range late {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var script strings.Builder
+	for rel := range late {
+		script.WriteString("test -e '" + rel + "' && echo visible: " + rel + "\n")
+	}
+	script.WriteString("ls newdir 2>/dev/null; cat main.go\n")
+	if got := string(run(t, sb, script.String()).Stdout); got != "package main\n" {
+		t.Errorf("late files visible in the sandbox:\n%s", got)
+	}
+
+	host, err := os.Lstat(filepath.Join(root, "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lower, err := os.Lstat(filepath.Join(sb.layerDirs("workspace").lower, "main.go"))
+	if err != nil || !os.SameFile(host, lower) {
+		t.Errorf("the lower layer's main.go is not a link to the project's (%v)", err)
+	}
+}
+
+// TestLayerAcrossFileSystemsCopies: a project on another file system than the state
+// directory cannot be linked; the workspace is copied instead, the note says why, and no
+// half-built layer is left.
+func TestLayerAcrossFileSystemsCopies(t *testing.T) {
+	t.Parallel()
+	base, err := os.MkdirTemp("/dev/shm", "talkops-bwrap-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	state := t.TempDir()
+	if sameDevice(t, base, state) {
+		t.Skip("/dev/shm is on the same file system as the state directory")
+	}
+	writeTrickyProject(t, base)
+	sb := newSandbox(t, Options{StateDir: state}, providers.Spec{})
+	st, err := workspace.Sync(t.Context(), sb, base, "", syncOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode != workspace.ModeCopy || !strings.Contains(st.ModeNote, "another file system") {
+		t.Errorf("Sync: mode %q note %q, want a copy with a note naming the file systems", st.Mode, st.ModeNote)
+	}
+	if _, err := os.Stat(sb.layerDirs("workspace").base); !os.IsNotExist(err) {
+		t.Errorf("a half-built layer is left: %v", err)
+	}
+	if got := string(run(t, sb, "cat main.go; test -e .env && echo leaked").Stdout); got != "package main\n" {
+		t.Errorf("the copied workspace shows %q", got)
+	}
+}
+
+func sameDevice(t *testing.T, a, b string) bool {
+	t.Helper()
+	fa, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fa.Sys().(*syscall.Stat_t).Dev == fb.Sys().(*syscall.Stat_t).Dev
+}
