@@ -283,13 +283,19 @@ func linkTree(ctx context.Context, project, dst string, kept []string) error {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return err
 	}
+	// A kept directory comes before its entries, so its parent exists; only the parents
+	// of what an Include pattern kept inside a left-out directory need MkdirAll.
 	made := map[string]bool{dst: true}
-	mkdirAll := func(dir string) error {
+	mkdir := func(dir string) error {
 		if made[dir] {
 			return nil
 		}
 		made[dir] = true
-		return os.MkdirAll(dir, 0o755)
+		err := os.Mkdir(dir, 0o755)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		return err
 	}
 	for i, rel := range kept {
 		if i%1024 == 0 {
@@ -311,12 +317,12 @@ func linkTree(ctx context.Context, project, dst string, kept []string) error {
 			return err
 		}
 		if fi.IsDir() {
-			if err := mkdirAll(to); err != nil {
+			if err := mkdir(to); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := mkdirAll(filepath.Dir(to)); err != nil {
+		if err := mkdir(filepath.Dir(to)); err != nil {
 			return err
 		}
 		err = os.Link(src, to)
