@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/workspace"
@@ -208,4 +209,47 @@ func sameDevice(t *testing.T, a, b string) bool {
 		t.Fatal(err)
 	}
 	return fa.Sys().(*syscall.Stat_t).Dev == fb.Sys().(*syscall.Stat_t).Dev
+}
+
+// BenchmarkLinkTree is the part of a layered sync that builds the lower layer: the hard
+// links to the plan's selection of TALKOPS_BENCH_TREE and their directories' attributes,
+// then their removal (skipped when unset; see BenchmarkWorkspace).
+func BenchmarkLinkTree(b *testing.B) {
+	tree := os.Getenv("TALKOPS_BENCH_TREE")
+	if tree == "" {
+		b.Skip("TALKOPS_BENCH_TREE is not set")
+	}
+	var kept []string
+	err := filepath.WalkDir(tree, func(p string, d os.DirEntry, err error) error {
+		if err == nil && p != tree {
+			rel, _ := filepath.Rel(tree, p)
+			kept = append(kept, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := b.TempDir()
+	var link, attrs, remove time.Duration
+	for b.Loop() {
+		dst := filepath.Join(base, "lower")
+		t0 := time.Now()
+		if err := linkTree(b.Context(), tree, dst, kept); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := matchDirAttrs(tree, base, dst); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if err := removeAll(dst); err != nil {
+			b.Fatal(err)
+		}
+		link, attrs, remove = link+t1.Sub(t0), attrs+t2.Sub(t1), remove+time.Since(t2)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(link.Milliseconds())/n, "link-ms")
+	b.ReportMetric(float64(attrs.Milliseconds())/n, "attrs-ms")
+	b.ReportMetric(float64(remove.Milliseconds())/n, "remove-ms")
 }
