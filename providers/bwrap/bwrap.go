@@ -160,30 +160,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err := writeMeta(dir, m); err != nil {
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
-	s.mountCaches(ctx, spec.Caches)
-	if len(s.caches) > 0 {
-		m.Caches = s.cacheRecord()
-		if err := writeMeta(dir, m); err != nil {
-			s.holder.stop()
-			return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
-		}
-	}
-	if len(s.caches) > 0 && spec.ProjectDir != "" && spec.WorkDir == "" && p.opts.WorkingDir == "" {
-		// Build caches key entries by the source directory (Go's action ids include
-		// it), so a workspace at /workspace would miss for every package of the
-		// project: show it at the project's own path instead, still the overlay or copy,
-		// never the host directory itself.
-		dir, err := projectWorkDir(spec.ProjectDir, r, s.caches)
-		if err == nil {
-			s.opts.workDir, m.WorkDir = dir, dir
-			err = writeMeta(s.dir, m)
-			if err != nil {
-				s.holder.stop()
-				return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
-			}
-		} else {
-			s.cacheNotes = append(s.cacheNotes, cache.WorkDirNote(r.workDir, err))
-		}
+	if err := s.shareCaches(ctx, spec, p.opts.WorkingDir, &m); err != nil {
+		s.holder.stop()
+		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
 	// The probe runs the real profile once: bad binds, a broken rootfs or a cgroup
 	// that refuses processes show up now, with bwrap's own message.
@@ -201,6 +180,28 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
 	return s, nil
+}
+
+// shareCaches mounts spec's caches, records them in m for Attach and, when no working
+// directory is configured, moves the workspace to the project's own path: build caches
+// key entries by the source directory (Go's action ids include it), so a workspace at
+// /workspace would miss for every package of the project. It is still the overlay or
+// copy there, never the host directory itself.
+func (s *Sandbox) shareCaches(ctx context.Context, spec providers.Spec, workingDirOption string, m *meta) error {
+	s.mountCaches(ctx, spec.Caches)
+	if len(s.caches) == 0 {
+		return nil
+	}
+	m.Caches = s.cacheRecord()
+	if spec.ProjectDir != "" && spec.WorkDir == "" && workingDirOption == "" {
+		dir, err := projectWorkDir(spec.ProjectDir, s.opts, s.caches)
+		if err == nil {
+			s.opts.workDir, m.WorkDir = dir, dir
+		} else {
+			s.cacheNotes = append(s.cacheNotes, cache.WorkDirNote(s.opts.workDir, err))
+		}
+	}
+	return writeMeta(s.dir, *m)
 }
 
 // Attach reopens a sandbox directory left by another talkops process (by id, as
