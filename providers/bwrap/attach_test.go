@@ -94,6 +94,42 @@ test ! -e /cache/missing && echo no-missing`)
 	}
 }
 
+// TestAttachedLayerSyncsByCopy: a run attached to a layered sandbox syncs the project
+// again; the remounted layer cannot be layered a second time, so the project is copied
+// over it, and the earlier run's writes stay.
+func TestAttachedLayerSyncsByCopy(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	root := trickyProject(t)
+	state := t.TempDir()
+	created, err := New(Options{StateDir: state}).Create(t.Context(), providers.Spec{RunID: "attach-sync"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := created.(*Sandbox)
+	if st, err := workspace.Sync(t.Context(), sb, root, "", syncOpts); err != nil || st.Mode != workspace.ModeOverlay {
+		t.Fatalf("Sync: %+v, %v", st, err)
+	}
+	run(t, sb, "echo kept > written.txt")
+	orphan(t, sb)
+	p := New(Options{StateDir: state})
+	attached, err := p.Attach(t.Context(), sb.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Delete(t.Context(), sb.ID()) })
+	st, err := workspace.Sync(t.Context(), attached, root, "", syncOpts)
+	if err != nil || st.Mode != workspace.ModeCopy || !strings.Contains(st.ModeNote, "already layered") {
+		t.Errorf("Sync on the attached sandbox: mode %q note %q, %v; want a copy saying why", st.Mode, st.ModeNote, err)
+	}
+	if got := string(run(t, attached, "cat written.txt main.go; test -e .env && echo leaked").Stdout); got != "kept\npackage main\n" {
+		t.Errorf("attached workspace shows %q", got)
+	}
+	if err := attached.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAttachRefusesLiveCreatorsCaches: the cache layers of a sandbox whose creator still
 // runs are not mounted a second time.
 func TestAttachRefusesLiveCreatorsCaches(t *testing.T) {

@@ -339,10 +339,18 @@ func linkTree(ctx context.Context, project, dst string, kept []string) error {
 	return nil
 }
 
-// checkLayerable refuses what an overlay cannot show faithfully: a workspace that already
-// has content, and, in a user namespace, a project owned by another user (its files could
+// checkLayerable refuses what an overlay cannot show faithfully: a workspace that is
+// already layered or has content, and, in a user namespace, a project owned by another user (its files could
 // not be copied up on write).
 func (s *Sandbox) checkLayerable(project string) error {
+	s.mu.Lock()
+	layered := s.layered
+	s.mu.Unlock()
+	if layered {
+		// An attached sandbox's layers were mounted again; its upper directory has the
+		// earlier runs' writes and cannot be mounted twice.
+		return fmt.Errorf("%w: the working directory is already layered", providers.ErrNotSupported)
+	}
 	ents, err := os.ReadDir(filepath.Join(s.dir, "workspace"))
 	if err != nil {
 		return err
