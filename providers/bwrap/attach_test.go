@@ -203,6 +203,64 @@ func TestLateProjectFilesStayOut(t *testing.T) {
 	}
 }
 
+// TestLinkedFilesStayUnchanged: the lower layer shares the project's inodes, so every
+// way a command can change a file (data, mode, times, size, removal; metadata-only
+// changes are copied up alone when talkops runs as root) must leave the host's inode as
+// it was, and teardown drops the extra links.
+func TestLinkedFilesStayUnchanged(t *testing.T) {
+	t.Parallel()
+	root := trickyProject(t)
+	names := []string{"main.go", "keep.log", "scripts/run.sh", "pkg/util/util.go", "docs/a b/with space.md"}
+	old := time.Date(2021, 5, 6, 7, 8, 9, 0, time.UTC)
+	before := map[string]syscall.Stat_t{}
+	for _, n := range names {
+		p := filepath.Join(root, filepath.FromSlash(n))
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		before[n] = st
+	}
+	sb := newSandbox(t, Options{}, providers.Spec{})
+	if st, err := workspace.Sync(t.Context(), sb, root, "", syncOpts); err != nil || st.Mode != workspace.ModeOverlay {
+		t.Fatalf("Sync: %+v, %v", st, err)
+	}
+	res := run(t, sb, `set -e
+chmod 777 main.go
+touch -d 2000-01-01 keep.log
+truncate -s 0 scripts/run.sh
+echo more >> pkg/util/util.go
+rm "docs/a b/with space.md"
+stat -c '%a' main.go`)
+	if res.ExitCode != 0 || string(res.Stdout) != "777\n" {
+		t.Fatalf("changes in the sandbox: %d %q %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	check := func(when string, links uint64) {
+		for _, n := range names {
+			var st syscall.Stat_t
+			if err := syscall.Lstat(filepath.Join(root, filepath.FromSlash(n)), &st); err != nil {
+				t.Fatalf("%s: %s: %v", when, n, err)
+			}
+			b := before[n]
+			if st.Ino != b.Ino || st.Mode != b.Mode || st.Size != b.Size || st.Mtim != b.Mtim || st.Uid != b.Uid || st.Nlink != links {
+				t.Errorf("%s: the host's %s changed: mode %o size %d mtime %v links %d, was mode %o size %d mtime %v (want %d links)",
+					when, n, st.Mode, st.Size, st.Mtim, st.Nlink, b.Mode, b.Size, b.Mtim, links)
+			}
+		}
+	}
+	check("while the sandbox lives", 2)
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	check("after teardown", 1)
+	if b, _ := os.ReadFile(filepath.Join(root, "pkg/util/util.go")); string(b) != "package util\n" {
+		t.Errorf("the host's util.go is %q", b)
+	}
+}
+
 // TestLayerAcrossFileSystemsCopies: a project on another file system than the state
 // directory cannot be linked; the workspace is copied instead, the note says why, and no
 // half-built layer is left.

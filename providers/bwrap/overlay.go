@@ -224,6 +224,20 @@ func (d layerDirs) create() error {
 	return nil
 }
 
+// clearVolatile readies a layer's work directory for a second mount. A volatile overlay
+// leaves a marker there that refuses one until removed. The upper directory is intact
+// after its holder died (the page cache outlives a process); only a crash of the host
+// could lose its writes. The kernel makes these directories mode 000, which only root
+// gets through: talkops owns them (in a user namespace they were root's), so it may open
+// them up.
+func (d layerDirs) clearVolatile() error {
+	inner := filepath.Join(d.work, "work")
+	if err := os.Chmod(inner, 0o700); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return removeAll(filepath.Join(inner, "incompat"))
+}
+
 // LayerProject shows the host project as the sandbox's working directory through an
 // overlay: a tree of hard links to what the sync plan kept at the bottom, read-only, and
 // the sandbox's own upper directory on top.
@@ -448,10 +462,7 @@ func (s *Sandbox) remountProject(ctx context.Context, project string) error {
 		return err
 	}
 	d := s.layerDirs("workspace")
-	// A volatile overlay leaves a marker in its work directory that refuses a second
-	// mount until removed. The upper directory is intact after its holder died (the
-	// page cache outlives a process); only a crash of the host could lose its writes.
-	if err := os.RemoveAll(filepath.Join(d.work, "work", "incompat")); err != nil {
+	if err := d.clearVolatile(); err != nil {
 		return err
 	}
 	lowers := []string{d.lower}
@@ -561,7 +572,7 @@ func (s *Sandbox) remountCaches(ctx context.Context, caches []cacheMeta) {
 			continue
 		}
 		d := s.layerDirs("cache-" + c.Slot)
-		err := os.RemoveAll(filepath.Join(d.work, "work", "incompat"))
+		err := d.clearVolatile()
 		if err == nil {
 			err = h.overlay(ctx, target, d.upper, d.work, c.HostDir)
 		}
