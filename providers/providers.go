@@ -161,13 +161,23 @@ type TeardownNoter interface {
 // itself as the read-only lower layer of a copy-on-write workspace instead of receiving a
 // copy: nothing is copied at create time, and teardown removes only what the run wrote.
 type ProjectLayerer interface {
-	// LayerProject makes the working directory show the host directory project, with the
-	// paths in hidden (slash-separated, relative to project; a directory hides all below
-	// it) left out. The host directory is never written. It must be called before
-	// anything is written to the working directory. When the machine cannot layer (no
-	// overlay in an unprivileged namespace, say) it returns an error wrapping
-	// ErrNotSupported that says why, and the caller uploads a copy instead.
-	LayerProject(ctx context.Context, project string, hidden []string) error
+	// LayerProject makes the working directory show the host directory project as the
+	// sync plan selected it (view). The host directory is never written. It must be
+	// called before anything is written to the working directory. When the machine
+	// cannot layer (no overlay in an unprivileged namespace, say) it returns an error
+	// wrapping ErrNotSupported that says why, and the caller uploads a copy instead.
+	LayerProject(ctx context.Context, project string, view ProjectView) error
+}
+
+// ProjectView is the sync plan's selection of a project, for a ProjectLayerer. Paths are
+// slash-separated and relative to the project.
+type ProjectView struct {
+	// Kept lists every entry the plan sends (directories, files, symlinks), each
+	// directory before its entries. An entry that appears in the project later is not
+	// in it, whatever the rules would say.
+	Kept []string
+	// Hidden lists the topmost paths left out (a directory hides all below it).
+	Hidden []string
 }
 
 // PlainTarUploader is implemented by sandboxes that can take the workspace as an

@@ -73,6 +73,16 @@ type meta struct {
 	// Project is the host project shown as the working directory's lower layer, when
 	// the workspace is layered (see LayerProject).
 	Project string `json:"project,omitempty"`
+	// Caches are the shared caches the sandbox was created with, as mounted, so that
+	// Attach shows the same ones whatever the attaching run's configuration says.
+	Caches []cacheMeta `json:"caches,omitempty"`
+}
+
+// cacheMeta is one mounted cache in the sandbox record. Slot names its directories
+// under the sandbox directory (caches/<slot>, layers/cache-<slot>).
+type cacheMeta struct {
+	providers.Cache
+	Slot string `json:"slot"`
 }
 
 type cgroupMeta struct {
@@ -150,23 +160,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err := writeMeta(dir, m); err != nil {
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
-	s.mountCaches(ctx, spec.Caches)
-	if len(s.caches) > 0 && spec.ProjectDir != "" && spec.WorkDir == "" && p.opts.WorkingDir == "" {
-		// Build caches key entries by the source directory (Go's action ids include
-		// it), so a workspace at /workspace would miss for every package of the
-		// project: show it at the project's own path instead, still the overlay or copy,
-		// never the host directory itself.
-		dir, err := projectWorkDir(spec.ProjectDir, r, s.caches)
-		if err == nil {
-			s.opts.workDir, m.WorkDir = dir, dir
-			err = writeMeta(s.dir, m)
-			if err != nil {
-				s.holder.stop()
-				return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
-			}
-		} else {
-			s.cacheNotes = append(s.cacheNotes, cache.WorkDirNote(r.workDir, err))
-		}
+	if err := s.shareCaches(ctx, spec, p.opts.WorkingDir, &m); err != nil {
+		s.holder.stop()
+		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
 	// The probe runs the real profile once: bad binds, a broken rootfs or a cgroup
 	// that refuses processes show up now, with bwrap's own message.
@@ -184,6 +180,28 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		return nil, errors.Join(fmt.Errorf("create bwrap sandbox: %w", err), s.destroy())
 	}
 	return s, nil
+}
+
+// shareCaches mounts spec's caches, records them in m for Attach and, when no working
+// directory is configured, moves the workspace to the project's own path: build caches
+// key entries by the source directory (Go's action ids include it), so a workspace at
+// /workspace would miss for every package of the project. It is still the overlay or
+// copy there, never the host directory itself.
+func (s *Sandbox) shareCaches(ctx context.Context, spec providers.Spec, workingDirOption string, m *meta) error {
+	s.mountCaches(ctx, spec.Caches)
+	if len(s.caches) == 0 {
+		return nil
+	}
+	m.Caches = s.cacheRecord()
+	if spec.ProjectDir != "" && spec.WorkDir == "" && workingDirOption == "" {
+		dir, err := projectWorkDir(spec.ProjectDir, s.opts, s.caches)
+		if err == nil {
+			s.opts.workDir, m.WorkDir = dir, dir
+		} else {
+			s.cacheNotes = append(s.cacheNotes, cache.WorkDirNote(s.opts.workDir, err))
+		}
+	}
+	return writeMeta(s.dir, *m)
 }
 
 // Attach reopens a sandbox directory left by another talkops process (by id, as
@@ -219,17 +237,22 @@ func (p *Provider) Attach(ctx context.Context, id string, _ providers.AttachOpti
 	if s.limits.Memory == 0 && s.limits.Pids == 0 && s.limits.CPUSeconds == 0 {
 		s.limits.Mechanism = LimitsNone
 	}
-	if m.Project != "" {
-		// A layered workspace lives in its creator's mount namespace; mounting the same
-		// upper directory twice would corrupt it.
+	if m.Project != "" || len(m.Caches) > 0 {
+		// Layers live in their creator's mount namespace; mounting the same upper
+		// directory twice would corrupt it.
 		if m.PID != os.Getpid() && processAlive(m.PID) {
-			return nil, fmt.Errorf("attach bwrap sandbox %q: its workspace is layered over %s and still in use by talkops process %d", id, m.Project, m.PID)
+			return nil, fmt.Errorf("attach bwrap sandbox %q: its workspace or caches are layered and still in use by talkops process %d", id, m.PID)
 		}
+	}
+	if m.Project != "" {
 		if err := s.remountProject(ctx, m.Project); err != nil {
 			s.holder.stop()
 			return nil, fmt.Errorf("attach bwrap sandbox %q: %w", id, err)
 		}
 	}
+	// The caches the sandbox was created with, not the attaching run's: its workspace
+	// path and what its earlier commands wrote into the caches' layers depend on them.
+	s.remountCaches(ctx, m.Caches)
 	return s, nil
 }
 

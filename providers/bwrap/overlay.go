@@ -202,16 +202,21 @@ func (l *limitedWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// layerDirs are a layered directory's host directories under the sandbox directory.
-type layerDirs struct{ mask, upper, work string }
+// layerDirs are a layered directory's host directories under the sandbox directory:
+// lower is the workspace's tree of links (see linkTree), mask the whiteouts of a
+// workspace layered by an earlier version (see remountProject).
+type layerDirs struct{ base, lower, mask, upper, work string }
 
 func (s *Sandbox) layerDirs(name string) layerDirs {
 	base := filepath.Join(s.dir, "layers", name)
-	return layerDirs{mask: filepath.Join(base, "mask"), upper: filepath.Join(base, "upper"), work: filepath.Join(base, "work")}
+	return layerDirs{
+		base: base, lower: filepath.Join(base, "lower"), mask: filepath.Join(base, "mask"),
+		upper: filepath.Join(base, "upper"), work: filepath.Join(base, "work"),
+	}
 }
 
 func (d layerDirs) create() error {
-	for _, p := range []string{d.mask, d.upper, d.work} {
+	for _, p := range []string{d.upper, d.work} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
@@ -219,10 +224,31 @@ func (d layerDirs) create() error {
 	return nil
 }
 
+// clearVolatile readies a layer's work directory for a second mount. A volatile overlay
+// leaves a marker there that refuses one until removed. The upper directory is intact
+// after its holder died (the page cache outlives a process); only a crash of the host
+// could lose its writes. The kernel makes these directories mode 000, which only root
+// gets through: talkops owns them (in a user namespace they were root's), so it may open
+// them up.
+func (d layerDirs) clearVolatile() error {
+	inner := filepath.Join(d.work, "work")
+	if err := os.Chmod(inner, 0o700); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return removeAll(filepath.Join(inner, "incompat"))
+}
+
 // LayerProject shows the host project as the sandbox's working directory through an
-// overlay: the project read-only at the bottom, whiteouts for the hidden paths above it,
-// and the sandbox's own upper directory on top.
-func (s *Sandbox) LayerProject(ctx context.Context, project string, hidden []string) error {
+// overlay: a tree of hard links to what the sync plan kept at the bottom, read-only, and
+// the sandbox's own upper directory on top.
+//
+// The links, not the project directory itself, are the lower layer so that the sandbox
+// sees the plan's selection and nothing else: a file that appears in the project later
+// (a .env, an ignored or oversized file) has no link and stays out. Linking copies no
+// byte, and a write in the sandbox copies the file up first, so the shared inode is
+// never written. Links cannot cross file systems, nor, with protected_hardlinks, reach
+// another user's files: then LayerProject reports ErrNotSupported and the caller copies.
+func (s *Sandbox) LayerProject(ctx context.Context, project string, view providers.ProjectView) error {
 	if s.isClosed() {
 		return fmt.Errorf("bwrap layer project: %w", providers.ErrClosed)
 	}
@@ -244,18 +270,18 @@ func (s *Sandbox) LayerProject(ctx context.Context, project string, hidden []str
 		return fmt.Errorf("bwrap layer project: %w", err)
 	}
 	d := s.layerDirs("workspace")
-	if err := d.create(); err != nil {
-		return fmt.Errorf("bwrap layer project: %w", err)
+	err = d.create()
+	if err == nil {
+		err = linkTree(ctx, project, d.lower, view.Kept)
 	}
-	for _, rel := range hidden {
-		if err := whiteout(d.mask, rel); err != nil {
-			return fmt.Errorf("bwrap layer project: hide %s: %w", rel, err)
-		}
+	if err == nil {
+		err = matchDirAttrs(project, d.upper, d.lower)
 	}
-	if err := matchDirAttrs(project, d); err != nil {
-		return fmt.Errorf("bwrap layer project: %w", err)
+	if err != nil {
+		// The copy the caller falls back to must find no half-built layer.
+		return errors.Join(fmt.Errorf("bwrap layer project: %w", err), removeAll(d.base))
 	}
-	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, d.mask, project); err != nil {
+	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, d.lower); err != nil {
 		return fmt.Errorf("bwrap layer project: %w", err)
 	}
 	s.mu.Lock()
@@ -264,10 +290,81 @@ func (s *Sandbox) LayerProject(ctx context.Context, project string, hidden []str
 	return s.recordLayers(project)
 }
 
-// checkLayerable refuses what an overlay cannot show faithfully: a workspace that already
-// has content, and, in a user namespace, a project owned by another user (its files could
+// linkTree builds at dst the entries of project listed in kept: directories made,
+// files and symlinks hard-linked. An entry gone since the plan is skipped, as the copy
+// skips it.
+func linkTree(ctx context.Context, project, dst string, kept []string) error {
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	// A kept directory comes before its entries, so its parent exists; only the parents
+	// of what an Include pattern kept inside a left-out directory need MkdirAll.
+	made := map[string]bool{dst: true}
+	mkdir := func(dir string) error {
+		if made[dir] {
+			return nil
+		}
+		made[dir] = true
+		err := os.Mkdir(dir, 0o755)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		return err
+	}
+	for i, rel := range kept {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		rel = path.Clean(rel)
+		if rel == "." || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("link %q: not a relative path inside the project", rel)
+		}
+		src := filepath.Join(project, filepath.FromSlash(rel))
+		to := filepath.Join(dst, filepath.FromSlash(rel))
+		fi, err := os.Lstat(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			if err := mkdir(to); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := mkdir(filepath.Dir(to)); err != nil {
+			return err
+		}
+		err = os.Link(src, to)
+		switch {
+		case err == nil, errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, syscall.EXDEV):
+			return fmt.Errorf("%w: the project is on another file system than the sandbox state directory, and hard links cannot cross it", providers.ErrNotSupported)
+		case errors.Is(err, syscall.EPERM):
+			return fmt.Errorf("%w: cannot hard-link %s (owned by another user, fs.protected_hardlinks): %w", providers.ErrNotSupported, rel, err)
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLayerable refuses what an overlay cannot show faithfully: a workspace that is
+// already layered or has content, and, in a user namespace, a project owned by another user (its files could
 // not be copied up on write).
 func (s *Sandbox) checkLayerable(project string) error {
+	s.mu.Lock()
+	layered := s.layered
+	s.mu.Unlock()
+	if layered {
+		// An attached sandbox's layers were mounted again; its upper directory has the
+		// earlier runs' writes and cannot be mounted twice.
+		return fmt.Errorf("%w: the working directory is already layered", providers.ErrNotSupported)
+	}
 	ents, err := os.ReadDir(filepath.Join(s.dir, "workspace"))
 	if err != nil {
 		return err
@@ -290,12 +387,12 @@ func (s *Sandbox) checkLayerable(project string) error {
 
 // matchDirAttrs gives the directories talkops created in the layers the project's own
 // mode and modification time. An overlay shows a directory with the attributes of its
-// topmost layer: without this the workspace root (the upper directory) and every directory
-// holding a hidden path (a mask directory) would show talkops's mode and the sandbox's
-// creation time, and Go's test cache, which hashes the mtime of the directories a test
-// stats (a test that changes back to the module root does), would miss every cached
-// result of the host's runs.
-func matchDirAttrs(project string, d layerDirs) error {
+// topmost layer: without this the workspace root (the upper directory) and every
+// directory of the lower tree would show talkops's mode and the sandbox's creation time,
+// and Go's test cache, which hashes the mtime of the directories a test stats (a test
+// that changes back to the module root does), would miss every cached result of the
+// host's runs.
+func matchDirAttrs(project, upper, lower string) error {
 	match := func(layerDir, projectDir string) error {
 		fi, err := os.Lstat(projectDir)
 		if err != nil || !fi.IsDir() {
@@ -306,42 +403,21 @@ func matchDirAttrs(project string, d layerDirs) error {
 		}
 		return os.Chtimes(layerDir, time.Time{}, fi.ModTime())
 	}
-	if err := match(d.upper, project); err != nil {
+	if err := match(upper, project); err != nil {
 		return err
 	}
-	// The mask's directories only gain entries (whiteouts, made above), so setting their
-	// times now is final.
-	return filepath.WalkDir(d.mask, func(p string, e fs.DirEntry, err error) error {
+	// The lower tree is complete, so setting its directories' times now is final. Only
+	// directories: a file there is the project's own inode.
+	return filepath.WalkDir(lower, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || !e.IsDir() {
 			return err
 		}
-		rel, err := filepath.Rel(d.mask, p)
+		rel, err := filepath.Rel(lower, p)
 		if err != nil {
 			return err
 		}
 		return match(p, filepath.Join(project, rel))
 	})
-}
-
-// whiteout hides rel in the lower layers: an overlay whiteout is a 0/0 character device,
-// which unprivileged users may create since Linux 5.8.
-func whiteout(mask, rel string) error {
-	rel = path.Clean(rel)
-	if rel == "." || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
-		return fmt.Errorf("not a relative path inside the project")
-	}
-	p := filepath.Join(mask, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	err := syscall.Mknod(p, syscall.S_IFCHR, 0)
-	if errors.Is(err, syscall.EEXIST) {
-		return nil
-	}
-	if errors.Is(err, syscall.EPERM) {
-		return fmt.Errorf("%w: cannot create overlay whiteouts here: %w", providers.ErrNotSupported, err)
-	}
-	return err
 }
 
 // ensureHolder starts the namespace holder once.
@@ -386,13 +462,15 @@ func (s *Sandbox) remountProject(ctx context.Context, project string) error {
 		return err
 	}
 	d := s.layerDirs("workspace")
-	// A volatile overlay leaves a marker in its work directory that refuses a second
-	// mount until removed. The upper directory is intact after its holder died (the
-	// page cache outlives a process); only a crash of the host could lose its writes.
-	if err := os.RemoveAll(filepath.Join(d.work, "work", "incompat")); err != nil {
+	if err := d.clearVolatile(); err != nil {
 		return err
 	}
-	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, d.mask, project); err != nil {
+	lowers := []string{d.lower}
+	if _, err := os.Stat(d.lower); errors.Is(err, fs.ErrNotExist) {
+		// A sandbox layered by an earlier version: whiteouts over the project itself.
+		lowers = []string{d.mask, project}
+	}
+	if err := h.overlay(ctx, filepath.Join(s.dir, "workspace"), d.upper, d.work, lowers...); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -431,7 +509,7 @@ func (s *Sandbox) mountCaches(ctx context.Context, caches []providers.Cache) {
 				s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
 				continue
 			}
-			s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target})
+			s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target, slot: strconv.Itoa(i)})
 			continue
 		}
 		if fi, err := os.Stat(c.HostDir); err != nil || !fi.IsDir() {
@@ -450,13 +528,66 @@ func (s *Sandbox) mountCaches(ctx context.Context, caches []providers.Cache) {
 			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
 			continue
 		}
-		s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target})
+		s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target, slot: strconv.Itoa(i)})
+	}
+}
+
+// cacheRecord is what the sandbox record keeps of the mounted caches.
+func (s *Sandbox) cacheRecord() []cacheMeta {
+	out := make([]cacheMeta, len(s.caches))
+	for i, c := range s.caches {
+		out[i] = cacheMeta{Cache: c.Cache, Slot: c.slot}
+	}
+	return out
+}
+
+// remountCaches mounts the recorded caches again for Attach, over the same upper
+// directories, so the sandbox sees what its earlier commands wrote and the host copy
+// stays untouched. A cache that cannot be shown is left out with a note, as at create.
+func (s *Sandbox) remountCaches(ctx context.Context, caches []cacheMeta) {
+	if len(caches) == 0 {
+		return
+	}
+	h, err := s.ensureHolder(ctx)
+	if err != nil {
+		s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("caches not shared: %v", err))
+		return
+	}
+	for _, c := range caches {
+		if _, err := strconv.Atoi(c.Slot); err != nil || !path.IsAbs(c.Path) {
+			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: the sandbox record names slot %q at %q", c.Name, c.Slot, c.Path))
+			continue
+		}
+		target := filepath.Join(s.dir, "caches", c.Slot)
+		if c.HostDir == "" {
+			if fi, err := os.Stat(target); err != nil || !fi.IsDir() {
+				s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: its directory is gone from the sandbox", c.Name))
+				continue
+			}
+			s.caches = append(s.caches, mountedCache{Cache: c.Cache, hostDir: target, slot: c.Slot})
+			continue
+		}
+		if fi, err := os.Stat(c.HostDir); err != nil || !fi.IsDir() {
+			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %s is not a directory on the host", c.Name, c.HostDir))
+			continue
+		}
+		d := s.layerDirs("cache-" + c.Slot)
+		err := d.clearVolatile()
+		if err == nil {
+			err = h.overlay(ctx, target, d.upper, d.work, c.HostDir)
+		}
+		if err != nil {
+			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
+			continue
+		}
+		s.caches = append(s.caches, mountedCache{Cache: c.Cache, hostDir: target, slot: c.Slot})
 	}
 }
 
 type mountedCache struct {
 	providers.Cache
 	hostDir string // the merged view, inside the holder's namespace
+	slot    string // its directories' name under the sandbox directory
 }
 
 // SharedCaches reports the caches the sandbox sees and why others are missing.

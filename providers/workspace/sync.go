@@ -49,12 +49,12 @@ func Sync(ctx context.Context, sb providers.Sandbox, root, dir string, opts Opti
 	}
 	var note string
 	if l, ok := sb.(providers.ProjectLayerer); ok && target == sb.WorkDir() {
-		stats, hidden, err := plan(ctx, root, opts)
+		stats, view, err := plan(ctx, root, opts)
 		stats.Target = target
 		if err != nil {
 			return stats, fmt.Errorf("sync workspace to %s: %w", target, err)
 		}
-		err = l.LayerProject(ctx, root, hidden)
+		err = l.LayerProject(ctx, root, view)
 		if err == nil {
 			stats.Mode = ModeOverlay
 			return stats, nil

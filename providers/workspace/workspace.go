@@ -50,6 +50,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
 )
 
@@ -233,25 +234,25 @@ func pack(ctx context.Context, root string, opts Options, w io.Writer, compress 
 // file, and returns what Pack would send together with the topmost paths it would leave
 // out (ignored, withheld, too large, links out of the tree, special files), in walk
 // order.
-func plan(ctx context.Context, root string, opts Options) (Stats, []string, error) {
+func plan(ctx context.Context, root string, opts Options) (Stats, providers.ProjectView, error) {
 	start := time.Now()
 	p, err := newPacker(ctx, root, opts)
 	if err != nil {
-		return Stats{}, nil, err
+		return Stats{}, providers.ProjectView{}, err
 	}
 	defer p.root.Close()
 	var sent int64
-	p.planOnly, p.hidden = true, []string{}
+	p.planOnly, p.view = true, providers.ProjectView{Hidden: []string{}, Kept: []string{}}
 	p.start, p.lastProgress, p.sent = start, start, &sent
 	err = p.walkRoot(ctx)
 	p.stats.Duration = time.Since(start)
 	if err != nil {
-		return p.stats, nil, fmt.Errorf("plan %s: %w", root, err)
+		return p.stats, providers.ProjectView{}, fmt.Errorf("plan %s: %w", root, err)
 	}
 	if opts.Progress != nil {
 		opts.Progress(p.stats)
 	}
-	return p.stats, p.hidden, nil
+	return p.stats, p.view, nil
 }
 
 // newCompressor is the gzip writer Pack uses: klauspost/compress at level 1 (BestSpeed)
@@ -289,10 +290,10 @@ type packer struct {
 
 	tw  *tar.Writer
 	buf []byte
-	// planOnly walks without writing or reading any file, collecting in hidden the
-	// topmost paths left out (for a copy-on-write layer that must hide them).
+	// planOnly walks without writing or reading any file, collecting in view the
+	// entries kept and the topmost paths left out (for a copy-on-write layer).
 	planOnly     bool
-	hidden       []string
+	view         providers.ProjectView
 	stats        Stats
 	sent         *int64
 	start        time.Time
@@ -472,7 +473,14 @@ func (p *packer) leftOut(rel, reason string) {
 // omit records a path left out, for planOnly walks.
 func (p *packer) omit(rel string) {
 	if p.planOnly {
-		p.hidden = append(p.hidden, rel)
+		p.view.Hidden = append(p.view.Hidden, rel)
+	}
+}
+
+// keep records an entry sent, for planOnly walks.
+func (p *packer) keep(rel string) {
+	if p.planOnly {
+		p.view.Kept = append(p.view.Kept, rel)
 	}
 }
 
@@ -537,6 +545,7 @@ func (p *packer) send(ctx context.Context, rel string, segs []string, e fs.DirEn
 		}
 		if p.planOnly {
 			p.stats.Dirs++
+			p.keep(rel)
 			return p.walkDir(ctx, segs, false)
 		}
 		if err := p.tw.WriteHeader(&tar.Header{
@@ -584,6 +593,7 @@ func (p *packer) symlink(rel string, e fs.DirEntry) error {
 	}
 	if p.planOnly {
 		p.stats.Files++
+		p.keep(rel)
 		return nil
 	}
 	if err := p.tw.WriteHeader(&tar.Header{
@@ -635,6 +645,7 @@ func (p *packer) file(ctx context.Context, rel string, e fs.DirEntry) error {
 	if p.planOnly {
 		p.stats.Files++
 		p.stats.Bytes += info.Size()
+		p.keep(rel)
 		return nil
 	}
 	f, err := p.root.OpenFile(rel, os.O_RDONLY|openFlags, 0)
