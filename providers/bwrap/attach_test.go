@@ -59,7 +59,7 @@ func TestAttachRemountsCaches(t *testing.T) {
 	orphan(t, sb)
 
 	p := New(Options{StateDir: state})
-	attached, err := p.Attach(t.Context(), sb.ID())
+	attached, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestAttachedLayerSyncsByCopy(t *testing.T) {
 	run(t, sb, "echo kept > written.txt")
 	orphan(t, sb)
 	p := New(Options{StateDir: state})
-	attached, err := p.Attach(t.Context(), sb.ID())
+	attached, err := p.Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestAttachRefusesLiveCreatorsCaches(t *testing.T) {
 	if err := writeMeta(sb.dir, m); err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(Options{StateDir: state}).Attach(t.Context(), sb.ID())
+	_, err = New(Options{StateDir: state}).Attach(t.Context(), sb.ID(), providers.AttachOptions{})
 	if err == nil || !strings.Contains(err.Error(), "still in use by talkops process") {
 		t.Errorf("Attach = %v, want a refusal naming the live process", err)
 	}
