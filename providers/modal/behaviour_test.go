@@ -626,10 +626,23 @@ func TestCreateCutShort(t *testing.T) {
 	t.Run("Deadline", func(t *testing.T) {
 		srv := newServer(t)
 		p := newProvider(t, srv, nil)
-		srv.Faults.InjectAll("SandboxCreate", modalfake.Fault{AfterAct: true, Hang: true})
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		if _, err := p.Create(ctx, spec("run-deadline")); err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
+		held := srv.Faults.HoldAfterAct("SandboxCreate")
+		// The deadline passes once the server has made the sandbox, however long the calls
+		// before it took on a loaded machine.
+		base, expire := context.WithCancel(t.Context())
+		defer expire()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := p.Create(deadlineOnCancel{base}, spec("run-deadline"))
+			errc <- err
+		}()
+		select {
+		case <-held.Arrived():
+		case err := <-errc:
+			t.Fatalf("Create returned before the create was held: %v", err)
+		}
+		expire()
+		if err := <-errc; err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
 			t.Fatalf("Create past its deadline = %v; want a deadline exceeded error", err)
 		}
 		if l := srv.Ledger(); l.Created != 1 || l.Deleted != 1 || len(l.Alive) != 0 {
@@ -656,4 +669,18 @@ func TestCreateCutShort(t *testing.T) {
 			t.Errorf("ledger after Delete: %+v", l)
 		}
 	})
+}
+
+// deadlineOnCancel is a context whose cancellation reads as its deadline passing, so a
+// test decides the moment the deadline passes. It carries no values: the context package
+// finds a parent to cancel with through Value, and must instead ask this Err.
+type deadlineOnCancel struct{ context.Context }
+
+func (deadlineOnCancel) Value(any) any { return nil }
+
+func (c deadlineOnCancel) Err() error {
+	if c.Context.Err() != nil {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
