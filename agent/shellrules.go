@@ -59,6 +59,12 @@ var commandRules = []commandRule{
 		return allow()
 	},
 	func(c *simpleCmd) Decision {
+		if c.hiddenCode != "" {
+			return deny("%s, so it is denied", c.hiddenCode)
+		}
+		return allow()
+	},
+	func(c *simpleCmd) Decision {
 		if name, _, dynamic := program(c.args); dynamic {
 			return deny("the program name comes from a variable (%s); smart mode denies what it cannot check", name)
 		}
