@@ -153,7 +153,8 @@ var programRules = map[string]programRule{
 		}
 		return allow()
 	},
-	"awk": awkEnviron, "gawk": awkEnviron, "mawk": awkEnviron, "nawk": awkEnviron,
+	"awk": awkCode, "gawk": awkCode, "mawk": awkCode, "nawk": awkCode,
+	"sed": sedCode, "gsed": sedCode,
 	"eval":   generatedCode,
 	"alias":  generatedCode,
 	"trap":   generatedCode,
@@ -347,17 +348,58 @@ func interpreterCode(c *simpleCmd) Decision {
 		if envAccess.MatchString(code.text) {
 			return deny("%s code that reads the environment is denied: it holds secrets", name)
 		}
-		for _, f := range strings.FieldsFunc(code.text, func(r rune) bool { return strings.ContainsRune(" \t\n'\"(),;`", r) }) {
-			if secretPath(f) || readsEnviron(newWord(f)) {
-				return deny("%s code that reads %s is denied: it holds secrets", name, f)
+		if re := commandRunners[language(name)]; re != nil {
+			if m := re.FindString(code.text); m != "" {
+				return deny("%s code that runs commands or generated code (%q) cannot be checked and is denied; run the command in the shell instead", name, strings.TrimSpace(m))
 			}
+		}
+		if f := codeReadsSecret(code.text); f != "" {
+			return deny("%s code that reads %s is denied: it holds secrets", name, f)
 		}
 	}
 	return allow()
 }
 
+// codeReadsSecret returns a credentials file or process environment that code in another
+// language names, or "".
+func codeReadsSecret(code string) string {
+	for _, f := range strings.FieldsFunc(code, func(r rune) bool { return strings.ContainsRune(" \t\n'\"(),;`<>{}", r) }) {
+		if secretPath(f) || readsEnviron(newWord(f)) {
+			return f
+		}
+	}
+	return ""
+}
+
 // envAccess is how common interpreters read their environment.
 var envAccess = regexp.MustCompile(`environ|getenv|\bENV\b|_ENV\b|process\.env|Deno\.env|System\.getenv|\$env:`)
+
+// commandRunners is how each interpreter's inline code runs a command, or code smart mode
+// cannot see (eval of a built string, a module named at run time), which could read the
+// environment of a child process.
+var commandRunners = map[string]*regexp.Regexp{
+	"python": regexp.MustCompile(`subprocess|\bos\.(system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork)\b|\bpty\.spawn|\bcommands\.|__import__|importlib|\bgetattr\s*\(|\b(exec|eval|compile)\s*\(`),
+	"perl":   regexp.MustCompile("\\b(system|exec|qx|fork|eval)\\b|\\bopen\\b[^;]*\\||`"),
+	"ruby":   regexp.MustCompile("\\b(system|exec|spawn|fork|eval|instance_eval|class_eval|send|__send__|public_send|syscall)\\b|IO\\.popen|Open3|%x|`"),
+	"node":   regexp.MustCompile(`child_process|\b(execSync|execFile|execFileSync|spawn|spawnSync|fork|eval|Function)\s*\(|\b(require|import)\s*\(\s*[^'"\s)]|process\.binding|Deno\.(run|Command)|Bun\.(spawn|\$)|\$` + "`"),
+	"php":    regexp.MustCompile("\\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|call_user_func\\w*)\\s*\\(|`"),
+	"lua":    regexp.MustCompile(`\bos\.execute|\bio\.popen|\bload(string)?\s*\(|\bdofile|\brequire\b`),
+	"pwsh":   regexp.MustCompile(`(?i)start-process|invoke-expression|\biex\b|invoke-command|invoke-item|\[system\.diagnostics|(^|[;\s(])&\s*\S`),
+}
+
+// language is the interpreter family commandRunners knows name by (python3.12 is python,
+// nodejs, deno and bun are node).
+func language(name string) string {
+	for _, l := range []string{"python", "perl", "ruby", "php", "lua", "pwsh"} {
+		if strings.HasPrefix(name, l) {
+			return l
+		}
+	}
+	if strings.HasPrefix(name, "node") || name == "deno" || name == "bun" {
+		return "node"
+	}
+	return ""
+}
 
 // inlineCode returns the code an interpreter's arguments carry: the argument after every
 // code option, clusters included (perl -le, python3 -Ic). An option's value is not
@@ -386,12 +428,203 @@ func inlineCode(name string, args []word) (word, bool) {
 	return joinFields(code), true
 }
 
-// awkEnviron denies awk programs that read ENVIRON, awk's copy of the environment.
-func awkEnviron(name string, args []word) Decision {
-	if slices.ContainsFunc(args, func(a word) bool { return strings.Contains(a.text, "ENVIRON") }) {
-		return deny("%s code that reads ENVIRON is denied: it holds secrets", name)
+// awkCode denies awk programs that read ENVIRON, awk's copy of the environment, that run
+// commands (system(), "cmd" | getline, print | "cmd"), whose output smart mode cannot
+// check, or that name a credentials file (getline < "~/.netrc").
+func awkCode(name string, args []word) Decision {
+	for _, a := range args {
+		if strings.Contains(a.text, "ENVIRON") {
+			return deny("%s code that reads ENVIRON is denied: it holds secrets", name)
+		}
+		code := awkString.ReplaceAllString(a.text, `""`)
+		if m := awkRunner.FindString(code); m != "" {
+			return deny("%s code that runs commands (%q) cannot be checked and is denied; run the command in the shell instead", name, strings.TrimSpace(m))
+		}
+		if a.dynamic && strings.ContainsAny(a.text, "{(") {
+			return deny("%s code with generated parts cannot be checked and is denied", name)
+		}
+		if f := codeReadsSecret(a.text); f != "" && strings.ContainsAny(a.text, " \t\n") {
+			return deny("%s code that reads %s is denied: it holds secrets", name, f)
+		}
 	}
 	return allow()
+}
+
+var (
+	// awkString is an awk string literal, removed before looking for pipes.
+	awkString = regexp.MustCompile(`"(\\.|[^"\\])*"`)
+	// awkRunner is how awk runs a command: system(), a pipe into getline or out of print
+	// (|, but not ||), gawk's coprocess |&, and @load of an extension.
+	awkRunner = regexp.MustCompile(`\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;{}\n]*?([^|]|^)\|([^|]|$)|@load`)
+)
+
+// sedCode denies GNU sed scripts that run commands: the e command and the s command's e
+// flag run text as a shell command. A script it cannot read is denied too.
+func sedCode(name string, args []word) Decision {
+	for _, script := range sedScripts(args) {
+		if script.dynamic {
+			return deny("%s script with generated parts cannot be checked and is denied", name)
+		}
+		runs, readable := sedRunsCommand(script.text)
+		switch {
+		case !readable:
+			return deny("smart mode could not read the %s script %q and denies what it cannot check; simplify it", name, script.text)
+		case runs:
+			return deny("%s script %q runs a shell command (the e command or s///e), which smart mode cannot check; run the command in the shell instead", name, script.text)
+		}
+		if f := codeReadsSecret(script.text); f != "" {
+			return deny("%s script that reads %s is denied: it holds secrets", name, f)
+		}
+	}
+	return allow()
+}
+
+// sedScripts returns sed's scripts: every -e/--expression value or, without one, the
+// first operand.
+func sedScripts(args []word) []word {
+	var scripts []word
+	var firstOperand *word
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "--":
+			if firstOperand == nil && i+1 < len(args) {
+				firstOperand = &args[i+1]
+			}
+			i = len(args)
+		case strings.HasPrefix(t, "--expression="):
+			scripts = append(scripts, newWordFrom(args[i], strings.TrimPrefix(t, "--expression=")))
+		case t == "--expression" || t == "--file" || t == "--line-length":
+			if t == "--expression" && i+1 < len(args) {
+				scripts = append(scripts, args[i+1])
+			}
+			i++
+		case strings.HasPrefix(t, "--"):
+		case strings.HasPrefix(t, "-") && len(t) > 1:
+			cluster := t[1:]
+			if k := strings.IndexAny(cluster, "efl"); k >= 0 && cluster[0] != 'i' {
+				value := cluster[k+1:]
+				if value == "" && i+1 < len(args) {
+					i++
+					value = args[i].text
+					if cluster[k] == 'e' {
+						scripts = append(scripts, args[i])
+					}
+				} else if cluster[k] == 'e' {
+					scripts = append(scripts, newWordFrom(args[i], value))
+				}
+			}
+		default:
+			if firstOperand == nil {
+				firstOperand = &args[i]
+			}
+		}
+	}
+	if len(scripts) == 0 && firstOperand != nil {
+		scripts = append(scripts, *firstOperand)
+	}
+	return scripts
+}
+
+// sedRunsCommand reads a sed script command by command: whether one runs a shell
+// command (e, or s with the e flag), and whether the script could be read at all.
+func sedRunsCommand(s string) (runs, readable bool) {
+	i, n := 0, len(s)
+	// delimited skips past text ending at an unescaped delim.
+	delimited := func(delim byte) bool {
+		for i < n {
+			c := s[i]
+			i++
+			switch {
+			case c == '\\':
+				i++
+			case c == delim:
+				return true
+			case c == '\n':
+				return false
+			}
+		}
+		return false
+	}
+	toEnd := func(stops string) {
+		for i < n && s[i] != '\n' && !strings.ContainsRune(stops, rune(s[i])) {
+			if s[i] == '\\' {
+				i++
+			}
+			i++
+		}
+	}
+	for i < n {
+		for i < n && strings.IndexByte(" \t\n;", s[i]) >= 0 {
+			i++
+		}
+		if i >= n {
+			break
+		}
+	address:
+		for i < n {
+			switch c := s[i]; {
+			case c >= '0' && c <= '9', strings.IndexByte("$,~+! \t", c) >= 0:
+				i++
+			case c == '/' || (c == '\\' && i+1 < n):
+				delim := byte('/')
+				if c == '\\' {
+					delim = s[i+1]
+					i++
+				}
+				i++
+				if !delimited(delim) {
+					return false, false
+				}
+				for i < n && (s[i] == 'I' || s[i] == 'M') {
+					i++
+				}
+			default:
+				break address
+			}
+		}
+		if i >= n {
+			return false, false
+		}
+		c := s[i]
+		i++
+		switch {
+		case c == 'e':
+			return true, true
+		case c == 's' || c == 'y':
+			if i >= n || s[i] == '\n' || s[i] == '\\' {
+				return false, false
+			}
+			delim := s[i]
+			i++
+			if !delimited(delim) || !delimited(delim) {
+				return false, false
+			}
+			for i < n && strings.IndexByte(";\n}", s[i]) < 0 {
+				switch s[i] {
+				case 'e':
+					return true, true
+				case 'w':
+					toEnd("")
+					continue
+				}
+				i++
+			}
+		case strings.IndexByte("{}=dDgGhHnNpPxzFl", c) >= 0:
+			if c == 'l' {
+				toEnd(";}")
+			}
+		case strings.IndexByte("aicrRwW", c) >= 0:
+			toEnd("")
+		case strings.IndexByte("btTqQLv:", c) >= 0:
+			toEnd(";}")
+		case c == '#':
+			toEnd("")
+		default:
+			return false, false
+		}
+	}
+	return false, true
 }
 
 // pipedIntoInterpreter denies piping into an interpreter that reads its program from stdin:
