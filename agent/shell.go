@@ -41,6 +41,8 @@ type word struct {
 	text    string // with placeholders shown as $NAME or $(…)
 	dynamic bool   // holds a placeholder
 	pattern string // text with each placeholder as *, for matching paths
+	// dir is the working directory of the command the word belongs to (see placeCommands).
+	dir string
 }
 
 // simpleCmd is one command the shell would run.
@@ -50,6 +52,7 @@ type simpleCmd struct {
 	source   string   // the command as written
 	stdinDoc *word    // a here-document or here-string on its stdin
 	pipedIn  bool     // its stdin comes from an earlier stage of a pipeline
+	pipedOut bool     // its stdout goes to a later stage of a pipeline
 	// fetchedIn: an earlier stage of its pipeline downloads something.
 	fetchedIn bool
 	// subFetch / procSubFetch: a $(…) / <(…) in its words runs a downloader.
@@ -118,6 +121,7 @@ func analyze(src string, depth int, inherited map[string]string, budget *int) (*
 type stage struct {
 	pipeline *syntax.BinaryCmd
 	index    int
+	count    int // how many stages the pipeline has
 }
 
 type analysis struct {
@@ -290,10 +294,11 @@ func (a *analysis) structure(file *syntax.File) {
 		switch n := n.(type) {
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				for i, st := range pipelineStages(n) {
+				stages := pipelineStages(n)
+				for i, st := range stages {
 					syntax.Walk(st, func(m syntax.Node) bool {
 						if c, ok := m.(*syntax.CallExpr); ok {
-							a.pipes[c] = append(a.pipes[c], stage{n, i})
+							a.pipes[c] = append(a.pipes[c], stage{n, i, len(stages)})
 						}
 						return true
 					})
@@ -437,6 +442,7 @@ func (a *analysis) addCall(c *syntax.CallExpr, doc *word) error {
 		})
 	}
 	sc.pipedIn = slicesAny(a.pipes[c], func(s stage) bool { return s.index > 0 })
+	sc.pipedOut = slicesAny(a.pipes[c], func(s stage) bool { return s.index < s.count-1 })
 	a.out.cmds = append(a.out.cmds, sc)
 	return a.addNested(sc)
 }
@@ -696,7 +702,7 @@ func (a *analysis) markFetchedPipes() {
 		}
 		for _, s := range a.pipes[c.call] {
 			for i := 0; i < s.index; i++ {
-				if fetching[stage{s.pipeline, i}] {
+				if fetching[stage{s.pipeline, i, s.count}] {
 					c.fetchedIn = true
 				}
 			}

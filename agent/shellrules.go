@@ -14,7 +14,8 @@ import (
 
 type (
 	scriptRule  func(*script) Decision
-	wordRule    func(word) Decision
+	// wordRule sees every word of a command (c) and every redirection target (c nil).
+	wordRule    func(c *simpleCmd, w word) Decision
 	commandRule func(*simpleCmd) Decision
 	// programRule sees a command's program (behind sudo, env, timeout, …) and arguments.
 	programRule func(name string, args []word) Decision
@@ -37,14 +38,17 @@ var scriptRules = []scriptRule{
 }
 
 var wordRules = []wordRule{
-	func(w word) Decision {
+	func(_ *simpleCmd, w word) Decision {
 		if readsEnviron(w) {
 			return deny("reading a process environment (%s) is denied: it holds secrets", w.text)
 		}
 		return allow()
 	},
-	func(w word) Decision {
-		if credentialWord(w) {
+	func(c *simpleCmd, w word) Decision {
+		if c != nil && namesOnly(c) {
+			return allow()
+		}
+		if w = w.resolved(); credentialWord(w) {
 			return deny("%s looks like a credentials file; reading or copying credentials is denied", w.text)
 		}
 		return allow()
@@ -72,7 +76,7 @@ var commandRules = []commandRule{
 	},
 	func(c *simpleCmd) Decision {
 		name, args, _ := program(c.args)
-		if r, ok := programRules[name]; ok {
+		if r, ok := programRules[name]; ok && !namesOnly(c) {
 			return r(name, args)
 		}
 		if strings.HasPrefix(name, "mkfs") {
@@ -166,7 +170,7 @@ var programRules = map[string]programRule{
 	"yq":     jqEnvironment,
 	"cd":     entersCredentials, "pushd": entersCredentials,
 	"cp": copiesCredentials, "mv": copiesCredentials, "ln": copiesCredentials, "rsync": copiesCredentials,
-	"scp": copiesCredentials, "rclone": copiesCredentials, "tar": copiesCredentials, "zip": copiesCredentials,
+	"scp": copiesCredentials, "rclone": copiesCredentials, "tar": tarCredentials, "zip": copiesCredentials,
 	"7z": copiesCredentials, "7za": copiesCredentials, "cpio": copiesCredentials, "pax": copiesCredentials,
 	"grep": copiesCredentials, "egrep": copiesCredentials, "rg": copiesCredentials, "ag": copiesCredentials, "find": copiesCredentials,
 }
@@ -232,22 +236,99 @@ func jqEnvironment(name string, args []word) Decision {
 // && cat config.json), whose names would then be relative.
 func entersCredentials(name string, args []word) Decision {
 	for _, a := range operands(args) {
-		if holdsCredentialFile(a.text) {
-			return deny("%s %s enters a directory that holds credential files; reading or copying credentials is denied", name, a.text)
+		if credentialDirAt(a) {
+			return deny("%s %s enters a directory that holds credential files; reading or copying credentials is denied", name, a.where())
 		}
 	}
 	return allow()
 }
 
 // copiesCredentials denies copying, archiving or searching a directory that holds
-// credential files (cp -r ~/.docker x, tar czf x.tgz ~, grep -r token ~/.config).
+// credential files (cp -r ~/.docker x, tar czf x.tgz ~, grep -r token ~/.config), also
+// when a cd made the path relative (cd ~ && grep -r token .).
 func copiesCredentials(name string, args []word) Decision {
 	for _, a := range operands(args) {
-		if holdsCredentials(a.text) {
-			return deny("%s %s would read the credential files in it; reading or copying credentials is denied", name, a.text)
+		if holdsCredentialsAt(a) {
+			return deny("%s %s would read the credential files in it; reading or copying credentials is denied", name, a.where())
 		}
 	}
 	return allow()
+}
+
+// tarCredentials is copiesCredentials for tar, which reads its operands from the
+// directory -C names (tar -C ~ -czf x.tgz .). Extracting and listing read only the
+// archive (tar -C ~ -xzf go.tgz).
+func tarCredentials(name string, args []word) Decision {
+	if tarExtracts(args) {
+		return allow()
+	}
+	dir, fromDir := "", false
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch t := w.text; {
+		case t == "-C" || t == "--directory" || strings.HasPrefix(t, "--directory="):
+			d := newWordFrom(w, strings.TrimPrefix(t, "--directory="))
+			if !strings.HasPrefix(t, "--directory=") {
+				if i+1 >= len(args) {
+					return allow()
+				}
+				i++
+				d = args[i]
+			}
+			d.dir = w.dir
+			if holdsCredentialsAt(d) && i+1 < len(args) && slices.ContainsFunc(operands(args[i+1:]), func(o word) bool { return o.text == "." }) {
+				return deny("%s -C %s . would read the credential files in it; reading or copying credentials is denied", name, d.text)
+			}
+			p, known := resolvePath(w.dir, d)
+			dir, fromDir = p, true
+			if !known {
+				dir = unknownDir
+			}
+			continue
+		case strings.HasPrefix(t, "-"):
+			continue
+		}
+		if fromDir {
+			w.dir = dir
+		}
+		if holdsCredentialsAt(w) {
+			return deny("%s %s would read the credential files in it; reading or copying credentials is denied", name, w.where())
+		}
+	}
+	return allow()
+}
+
+// tarExtracts reports whether tar extracts or lists (-x, -t, xzf, --extract, --list).
+func tarExtracts(args []word) bool {
+	for i, a := range args {
+		t := a.text
+		switch {
+		case t == "--extract" || t == "--get" || t == "--list":
+			return true
+		case strings.HasPrefix(t, "--"):
+		case strings.HasPrefix(t, "-") || i == 0:
+			if strings.ContainsAny(strings.TrimPrefix(t, "-"), "xt") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// namesOnly reports whether a command prints names rather than content (ls ~/.config/*,
+// find ~ -name '*.log'), so naming a credentials directory is fine. Its output must not
+// go on to another command, which could read the files it names.
+func namesOnly(c *simpleCmd) bool {
+	if c.pipedOut {
+		return false
+	}
+	switch name, args, _ := program(c.args); name {
+	case "ls", "du", "stat", "tree", "test", "[":
+		return true
+	case "find":
+		return !slices.ContainsFunc(args, func(a word) bool { return slices.Contains(execActions["find"], a.text) })
+	}
+	return false
 }
 
 func printsEnvironment(name string, _ []word) Decision {
@@ -432,6 +513,9 @@ func inlineCode(name string, args []word) (word, bool) {
 // commands (system(), "cmd" | getline, print | "cmd"), whose output smart mode cannot
 // check, or that name a credentials file (getline < "~/.netrc").
 func awkCode(name string, args []word) Decision {
+	if prog, ok := awkProgram(args); ok && prog.dynamic {
+		return deny("%s code with generated parts (%s) cannot be checked and is denied", name, prog.text)
+	}
 	for _, a := range args {
 		if strings.Contains(a.text, "ENVIRON") {
 			return deny("%s code that reads ENVIRON is denied: it holds secrets", name)
@@ -440,14 +524,36 @@ func awkCode(name string, args []word) Decision {
 		if m := awkRunner.FindString(code); m != "" {
 			return deny("%s code that runs commands (%q) cannot be checked and is denied; run the command in the shell instead", name, strings.TrimSpace(m))
 		}
-		if a.dynamic && strings.ContainsAny(a.text, "{(") {
-			return deny("%s code with generated parts cannot be checked and is denied", name)
-		}
 		if f := codeReadsSecret(a.text); f != "" && strings.ContainsAny(a.text, " \t\n") {
 			return deny("%s code that reads %s is denied: it holds secrets", name, f)
 		}
 	}
 	return allow()
+}
+
+// awkProgram returns awk's program: the first operand, unless -f names a file.
+func awkProgram(args []word) (word, bool) {
+	for i := 0; i < len(args); i++ {
+		switch t := args[i].text; {
+		case t == "--":
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return word{}, false
+		case t == "-f" || t == "--file":
+			return word{}, false
+		case t == "-F" || t == "-v" || t == "--field-separator" || t == "--assign":
+			i++
+		case t == "-e" || t == "--source":
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+		case strings.HasPrefix(t, "-") && len(t) > 1:
+		default:
+			return args[i], true
+		}
+	}
+	return word{}, false
 }
 
 var (
@@ -808,6 +914,7 @@ func readsScriptFile(args []word) bool {
 
 // checkScript applies the built-in rules to a command line --smart is asked to run.
 func checkScript(s *script) Decision {
+	placeCommands(s.cmds)
 	for _, r := range scriptRules {
 		if d := r(s); !d.Allow {
 			return d
@@ -816,7 +923,7 @@ func checkScript(s *script) Decision {
 	for _, c := range s.cmds {
 		for _, w := range c.args {
 			for _, r := range wordRules {
-				if d := r(w); !d.Allow {
+				if d := r(c, w); !d.Allow {
 					return d
 				}
 			}
@@ -824,7 +931,7 @@ func checkScript(s *script) Decision {
 	}
 	for _, w := range s.redirs {
 		for _, r := range wordRules {
-			if d := r(w); !d.Allow {
+			if d := r(nil, w); !d.Allow {
 				return d
 			}
 		}
