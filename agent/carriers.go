@@ -278,68 +278,97 @@ func sshConfigCommand(setting string) (code string, ok, hidden bool) {
 // read like sh -c's, and the reason to deny when one cannot be read ("" when all can).
 func carriedCommands(name string, args, assigns []word) (codes []word, denyReason string) {
 	for _, cv := range optionValues(name, args) {
-		v := cv.value
-		switch cv.as {
-		case carriesShell:
-			if cv.prefix != "" {
-				after, ok := strings.CutPrefix(v.text, cv.prefix)
-				if !ok {
-					continue
-				}
-				v = newWordFrom(v, after)
-			}
-			codes = append(codes, v)
-		case carriesCode:
-			return nil, name + " " + cv.option + " runs " + name + " commands, which smart mode cannot check"
-		case carriesFile:
-			return nil, name + " " + cv.option + " takes its program from a file, which smart mode cannot check (pass the program inline)"
-		case carriesPagerCmd:
-			if strings.ContainsAny(v.text, "!|") || v.dynamic {
-				return nil, name + " +" + v.text + " runs a shell command, which smart mode cannot check"
-			}
-		case carriesGitConfig:
-			key, value, _ := strings.Cut(v.text, "=")
-			code, ok := gitConfigCommand(key, value)
-			if ok && code == "" {
-				return nil, "git -c " + key + " lets git run commands smart mode cannot check"
-			}
-			if ok {
-				codes = append(codes, newWordFrom(v, code))
-			}
-		case carriesSSHOption:
-			code, ok, hidden := sshConfigCommand(v.text)
-			if hidden {
-				return nil, name + " -o " + v.text + " runs a command smart mode cannot find reliably"
-			}
-			if ok {
-				codes = append(codes, newWordFrom(v, code))
-			}
+		code, ok, reason := cv.command(name)
+		if reason != "" {
+			return nil, reason
+		}
+		if ok {
+			codes = append(codes, code)
 		}
 	}
 	if name == "git" {
-		if sub, rest := gitSubcommand(args); sub == "config" {
-			// git config KEY VALUE (or git config set KEY VALUE) stores a setting every
-			// later git command uses.
-			ops := operands(rest)
-			if len(ops) > 0 && (ops[0].text == "set" || ops[0].text == "--add") {
-				ops = ops[1:]
-			}
-			if len(ops) >= 2 {
-				if code, ok := gitConfigCommand(ops[0].text, ops[1].text); ok {
-					if code == "" {
-						return nil, "git config " + ops[0].text + " lets git run commands smart mode cannot check"
-					}
-					codes = append(codes, newWordFrom(ops[1], code))
-				}
-			}
+		more, reason := gitCarried(args)
+		if reason != "" {
+			return nil, reason
 		}
-		for _, a := range args {
-			// ext:: URLs run the command they name.
-			if after, ok := strings.CutPrefix(a.text, "ext::"); ok {
-				codes = append(codes, newWordFrom(a, after))
+		codes = append(codes, more...)
+	}
+	more, reason := envCarried(assigns)
+	if reason != "" {
+		return nil, reason
+	}
+	return append(codes, more...), ""
+}
+
+// command returns the command line an option value of the program name carries, or why
+// it is denied.
+func (cv carriedValue) command(name string) (code word, ok bool, denyReason string) {
+	v := cv.value
+	switch cv.as {
+	case carriesShell:
+		if cv.prefix == "" {
+			return v, true, ""
+		}
+		after, ok := strings.CutPrefix(v.text, cv.prefix)
+		return newWordFrom(v, after), ok, ""
+	case carriesCode:
+		return word{}, false, name + " " + cv.option + " runs " + name + " commands, which smart mode cannot check"
+	case carriesFile:
+		return word{}, false, name + " " + cv.option + " takes its program from a file, which smart mode cannot check (pass the program inline)"
+	case carriesPagerCmd:
+		if strings.ContainsAny(v.text, "!|") || v.dynamic {
+			return word{}, false, name + " +" + v.text + " runs a shell command, which smart mode cannot check"
+		}
+	case carriesGitConfig:
+		key, value, _ := strings.Cut(v.text, "=")
+		return gitSetting(v, key, value, "git -c ")
+	case carriesSSHOption:
+		code, ok, hidden := sshConfigCommand(v.text)
+		if hidden {
+			return word{}, false, name + " -o " + v.text + " runs a command smart mode cannot find reliably"
+		}
+		return newWordFrom(v, code), ok, ""
+	}
+	return word{}, false, ""
+}
+
+// gitSetting is carriedValue.command for a git setting given as how (git -c, git config).
+func gitSetting(v word, key, value, how string) (code word, ok bool, denyReason string) {
+	c, ok := gitConfigCommand(key, value)
+	if ok && c == "" {
+		return word{}, false, how + key + " lets git run commands smart mode cannot check"
+	}
+	return newWordFrom(v, c), ok, ""
+}
+
+// gitCarried returns what git config KEY VALUE stores (every later git command uses it)
+// and the commands ext:: URLs run.
+func gitCarried(args []word) (codes []word, denyReason string) {
+	if sub, rest := gitSubcommand(args); sub == "config" {
+		ops := operands(rest)
+		if len(ops) > 0 && (ops[0].text == "set" || ops[0].text == "--add") {
+			ops = ops[1:]
+		}
+		if len(ops) >= 2 {
+			code, ok, reason := gitSetting(ops[1], ops[0].text, ops[1].text, "git config ")
+			if reason != "" {
+				return nil, reason
+			}
+			if ok {
+				codes = append(codes, code)
 			}
 		}
 	}
+	for _, a := range args {
+		if after, ok := strings.CutPrefix(a.text, "ext::"); ok {
+			codes = append(codes, newWordFrom(a, after))
+		}
+	}
+	return codes, ""
+}
+
+// envCarried returns the command lines NAME=value words carry (commandEnv, optionEnv).
+func envCarried(assigns []word) (codes []word, denyReason string) {
 	for _, a := range assigns {
 		envName, value, ok := strings.Cut(a.text, "=")
 		if !ok || !assignment.MatchString(a.text) {

@@ -405,7 +405,7 @@ func (a *analysis) expandAll(file *syntax.File) error {
 		case *syntax.CallExpr:
 			err = a.addCall(c, doc)
 		case *syntax.DeclClause:
-			a.addDecl(c)
+			err = a.addDecl(c)
 		}
 		return true
 	})
@@ -474,7 +474,7 @@ func (a *analysis) downloads(n syntax.Node) bool {
 	return found
 }
 
-func (a *analysis) addDecl(d *syntax.DeclClause) {
+func (a *analysis) addDecl(d *syntax.DeclClause) error {
 	sc := &simpleCmd{source: a.text(d), args: []word{{text: d.Variant.Value, pattern: d.Variant.Value}}}
 	for _, as := range d.Args {
 		switch {
@@ -488,13 +488,17 @@ func (a *analysis) addDecl(d *syntax.DeclClause) {
 	}
 	a.out.cmds = append(a.out.cmds, sc)
 	// export GIT_SSH_COMMAND=… carries a command like a NAME=value prefix does.
-	if reason, codes := carriedByAssignments(sc.args); reason != "" {
+	reason, codes := carriedByAssignments(sc.args)
+	if reason != "" {
 		sc.hiddenCode = reason
-	} else {
-		for _, code := range codes {
-			a.readCarried(sc, code)
+		return nil
+	}
+	for _, code := range codes {
+		if err := a.readCarried(sc, code); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // assignWord is NAME=value with the value expanded.

@@ -12,9 +12,9 @@ import (
 // command, and by program name. The first rule that denies decides. Deny and allow
 // patterns (checkPatterns) are matched against the same simple commands.
 
+// A wordRule sees every word of a command (c) and every redirection target (c nil).
 type (
 	scriptRule  func(*script) Decision
-	// wordRule sees every word of a command (c) and every redirection target (c nil).
 	wordRule    func(c *simpleCmd, w word) Decision
 	commandRule func(*simpleCmd) Decision
 	// programRule sees a command's program (behind sudo, env, timeout, …) and arguments.
@@ -609,14 +609,13 @@ func sedScripts(args []word) []word {
 		case strings.HasPrefix(t, "-") && len(t) > 1:
 			cluster := t[1:]
 			if k := strings.IndexAny(cluster, "efl"); k >= 0 && cluster[0] != 'i' {
-				value := cluster[k+1:]
-				if value == "" && i+1 < len(args) {
+				switch value := cluster[k+1:]; {
+				case value == "" && i+1 < len(args):
 					i++
-					value = args[i].text
 					if cluster[k] == 'e' {
 						scripts = append(scripts, args[i])
 					}
-				} else if cluster[k] == 'e' {
+				case cluster[k] == 'e':
 					scripts = append(scripts, newWordFrom(args[i], value))
 				}
 			}
@@ -634,101 +633,122 @@ func sedScripts(args []word) []word {
 
 // sedRunsCommand reads a sed script command by command: whether one runs a shell
 // command (e, or s with the e flag), and whether the script could be read at all.
-func sedRunsCommand(s string) (runs, readable bool) {
-	i, n := 0, len(s)
-	// delimited skips past text ending at an unescaped delim.
-	delimited := func(delim byte) bool {
-		for i < n {
-			c := s[i]
-			i++
-			switch {
-			case c == '\\':
-				i++
-			case c == delim:
-				return true
-			case c == '\n':
-				return false
-			}
+func sedRunsCommand(script string) (runs, readable bool) {
+	r := &sedReader{s: script}
+	for {
+		r.skip(" \t\n;")
+		if r.i >= len(r.s) {
+			return false, true
 		}
-		return false
-	}
-	toEnd := func(stops string) {
-		for i < n && s[i] != '\n' && !strings.ContainsRune(stops, rune(s[i])) {
-			if s[i] == '\\' {
-				i++
-			}
-			i++
-		}
-	}
-	for i < n {
-		for i < n && strings.IndexByte(" \t\n;", s[i]) >= 0 {
-			i++
-		}
-		if i >= n {
-			break
-		}
-	address:
-		for i < n {
-			switch c := s[i]; {
-			case c >= '0' && c <= '9', strings.IndexByte("$,~+! \t", c) >= 0:
-				i++
-			case c == '/' || (c == '\\' && i+1 < n):
-				delim := byte('/')
-				if c == '\\' {
-					delim = s[i+1]
-					i++
-				}
-				i++
-				if !delimited(delim) {
-					return false, false
-				}
-				for i < n && (s[i] == 'I' || s[i] == 'M') {
-					i++
-				}
-			default:
-				break address
-			}
-		}
-		if i >= n {
+		if !r.address() || r.i >= len(r.s) {
 			return false, false
 		}
-		c := s[i]
-		i++
+		if runs, ok := r.command(); runs || !ok {
+			return runs, ok
+		}
+	}
+}
+
+// sedReader is a position in a sed script.
+type sedReader struct {
+	s string
+	i int
+}
+
+func (r *sedReader) skip(chars string) {
+	for r.i < len(r.s) && strings.IndexByte(chars, r.s[r.i]) >= 0 {
+		r.i++
+	}
+}
+
+// delimited moves past text ending at an unescaped delim on the same line.
+func (r *sedReader) delimited(delim byte) bool {
+	for r.i < len(r.s) {
+		c := r.s[r.i]
+		r.i++
+		switch c {
+		case '\\':
+			r.i++
+		case delim:
+			return true
+		case '\n':
+			return false
+		}
+	}
+	return false
+}
+
+// toEnd moves to the end of the line, or to one of stops.
+func (r *sedReader) toEnd(stops string) {
+	for r.i < len(r.s) && r.s[r.i] != '\n' && strings.IndexByte(stops, r.s[r.i]) < 0 {
+		if r.s[r.i] == '\\' {
+			r.i++
+		}
+		r.i++
+	}
+}
+
+// address moves past a command's addresses (3, $, /re/I, \,re,, first~step, a,+n, !).
+func (r *sedReader) address() bool {
+	for r.i < len(r.s) {
+		c := r.s[r.i]
 		switch {
-		case c == 'e':
-			return true, true
-		case c == 's' || c == 'y':
-			if i >= n || s[i] == '\n' || s[i] == '\\' {
-				return false, false
-			}
-			delim := s[i]
-			i++
-			if !delimited(delim) || !delimited(delim) {
-				return false, false
-			}
-			for i < n && strings.IndexByte(";\n}", s[i]) < 0 {
-				switch s[i] {
-				case 'e':
-					return true, true
-				case 'w':
-					toEnd("")
-					continue
-				}
-				i++
-			}
-		case strings.IndexByte("{}=dDgGhHnNpPxzFl", c) >= 0:
-			if c == 'l' {
-				toEnd(";}")
-			}
-		case strings.IndexByte("aicrRwW", c) >= 0:
-			toEnd("")
-		case strings.IndexByte("btTqQLv:", c) >= 0:
-			toEnd(";}")
-		case c == '#':
-			toEnd("")
+		case c >= '0' && c <= '9', strings.IndexByte("$,~+! \t", c) >= 0:
+			r.i++
+			continue
+		case c == '/':
+			r.i++
+		case c == '\\' && r.i+1 < len(r.s):
+			c = r.s[r.i+1]
+			r.i += 2
 		default:
+			return true
+		}
+		if !r.delimited(c) {
+			return false
+		}
+		r.skip("IM")
+	}
+	return true
+}
+
+// command reads one command: whether it runs a shell command, and whether it was read.
+func (r *sedReader) command() (runs, ok bool) {
+	c := r.s[r.i]
+	r.i++
+	switch {
+	case c == 'e':
+		return true, true
+	case c == 's' || c == 'y':
+		if r.i >= len(r.s) || r.s[r.i] == '\n' || r.s[r.i] == '\\' {
 			return false, false
 		}
+		delim := r.s[r.i]
+		r.i++
+		for range 2 { // pattern and replacement
+			if !r.delimited(delim) {
+				return false, false
+			}
+		}
+		for r.i < len(r.s) && strings.IndexByte(";\n}", r.s[r.i]) < 0 {
+			switch r.s[r.i] {
+			case 'e':
+				return true, true
+			case 'w': // the rest of the line is a file name
+				r.toEnd("")
+				continue
+			}
+			r.i++
+		}
+	case c == 'l':
+		r.toEnd(";}")
+	case strings.IndexByte("{}=dDgGhHnNpPxzF", c) >= 0:
+	case strings.IndexByte("aicrRwW#", c) >= 0:
+		r.toEnd("")
+	case strings.IndexByte("btTqQLv:", c) >= 0:
+		r.toEnd(";}")
+	default:
+		return false, false
 	}
 	return false, true
 }
