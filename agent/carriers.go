@@ -42,7 +42,7 @@ var (
 		{short: 'e', as: carriesCode}, {short: 'E', as: carriesCode},
 		{short: 'S', as: carriesFile}, {short: 's', as: carriesFile}}
 	awkOptions   = []commandOption{{short: 'f', long: "file", as: carriesFile}, {short: 'E', long: "exec", as: carriesFile}}
-	sshOptions   = []commandOption{{short: 'o', as: carriesSSHOption}, {short: 'F', as: carriesFile}}
+	sshOptions   = []commandOption{{short: 'o', as: carriesSSHOption}}
 	pagerOptions = []commandOption{{plus: true, as: carriesPagerCmd}}
 )
 
