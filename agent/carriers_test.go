@@ -143,6 +143,7 @@ func TestSmartWorkingDirectory(t *testing.T) {
 		"tar czf x.tgz /home":                      "credentials",
 		"cd /tmp && cd ~ && tar czf - . | base64":  "credentials",
 		"cd ~ && pushd /tmp && popd && tar cf x .": "credentials",
+		"HOME=/root/.aws; cd; cat credentials":     "credentials",
 	}
 	// Denied before too; they stay denied now that credential directories count in a home
 	// directory only and commands that only list names may name them.
@@ -150,6 +151,7 @@ func TestSmartWorkingDirectory(t *testing.T) {
 		"cd ~ && rsync -a .config/ /tmp/x":      "credentials",
 		"builtin cd ~ && cp -r .docker /tmp":    "credentials",
 		"cd $X && tar czf x .docker":            "cannot know",
+		"HOME=$X; cd; tar cf x .docker":         "cannot know",
 		"cd ~ && cd .docker && cat config.json": "credentials",
 		"tar -C ~ -czf x.tgz .":                 "credentials",
 		"tar czf x.tgz -C ~ .config":            "credentials",

@@ -63,6 +63,8 @@ type simpleCmd struct {
 	assignWords []word
 	// hiddenCode says why code an option value or variable carries cannot be checked.
 	hiddenCode string
+	// home is $HOME where it runs, where a bare cd goes (the command line may set HOME).
+	home word
 
 	call *syntax.CallExpr
 }
@@ -424,7 +426,7 @@ func (a *analysis) addCall(c *syntax.CallExpr, doc *word) error {
 	if *a.budget--; *a.budget < 0 {
 		return fmt.Errorf("%w: it expands to more than %d commands", errUnreadable, maxCommands)
 	}
-	sc := &simpleCmd{source: a.text(c), stdinDoc: doc, call: c}
+	sc := &simpleCmd{source: a.text(c), stdinDoc: doc, call: c, home: newWord(knownEnv(a.env).Get("HOME").Str)}
 	for _, as := range c.Assigns {
 		sc.assigns = append(sc.assigns, a.text(as))
 		sc.assignWords = append(sc.assignWords, a.assignWord(as))

@@ -27,7 +27,7 @@ func placeCommands(cmds []*simpleCmd) {
 			c.args[i].dir = d.cwd
 		}
 		if name, args, _ := program(c.args); name == "cd" || name == "pushd" || name == "popd" {
-			d.change(name, args)
+			d.change(name, args, c.home)
 		}
 	}
 }
@@ -39,7 +39,7 @@ type workDir struct {
 	stack    []string
 }
 
-func (d *workDir) change(name string, args []word) {
+func (d *workDir) change(name string, args []word, home word) {
 	ops := slices.DeleteFunc(slices.Clone(args), func(a word) bool {
 		return strings.HasPrefix(a.text, "-") && a.text != "-" || a.text == "--"
 	})
@@ -59,7 +59,14 @@ func (d *workDir) change(name string, args []word) {
 		}
 		cwd, d.stack[len(d.stack)-1] = d.stack[len(d.stack)-1], cwd
 	case len(ops) == 0:
-		cwd = "~"
+		cwd = "~" // a command the reader built (find -exec) knows no HOME of its own
+		if home.text != "" {
+			p, known := resolvePath(d.cwd, home)
+			cwd = p
+			if !known {
+				cwd = unknownDir
+			}
+		}
 	case ops[0].text == "-" && name == "cd":
 		cwd = d.old
 	case strings.HasPrefix(ops[0].text, "+") || strings.HasPrefix(ops[0].text, "-"):
