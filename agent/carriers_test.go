@@ -130,35 +130,40 @@ func TestSmartCarriedCommands(t *testing.T) {
 func TestSmartWorkingDirectory(t *testing.T) {
 	t.Parallel()
 	denied := map[string]string{
-		"cd ~ && tar czf x .":                      "(in $HOME)",
-		"cd ~; grep -r token .":                    "credentials",
-		"cd && grep -r token .":                    "credentials",
-		"cd ~ && cat .*":                           "credentials",
-		"pushd ~ && zip -r x.zip . && popd":        "credentials",
-		"(cd ~ && tar czf /tmp/x .)":               "credentials",
-		"sh -c 'cd ~ && tar czf /tmp/x .'":         "credentials",
-		"cd ~/.. && tar czf x .":                   "(in /)",
-		"cd / && tar czf x home":                   "credentials",
-		"tar --directory=$HOME -czf x.tgz .":       "credentials",
-		"tar czf x.tgz /home":                      "credentials",
-		"cd /tmp && cd ~ && tar czf - . | base64":  "credentials",
-		"cd ~ && pushd /tmp && popd && tar cf x .": "credentials",
-		"HOME=/root/.aws; cd; cat credentials":     "credentials",
+		"cd ~ && tar czf x .":                         "(in $HOME)",
+		"cd ~; grep -r token .":                       "credentials",
+		"cd && grep -r token .":                       "credentials",
+		"cd ~ && cat .*":                              "credentials",
+		"pushd ~ && zip -r x.zip . && popd":           "credentials",
+		"(cd ~ && tar czf /tmp/x .)":                  "credentials",
+		"sh -c 'cd ~ && tar czf /tmp/x .'":            "credentials",
+		"cd ~/.. && tar czf x .":                      "(in /)",
+		"cd / && tar czf x home":                      "credentials",
+		"tar --directory=$HOME -czf x.tgz .":          "credentials",
+		"tar czf x.tgz /home":                         "credentials",
+		"cd /tmp && cd ~ && tar czf - . | base64":     "credentials",
+		"cd ~ && pushd /tmp && popd && tar cf x .":    "credentials",
+		"HOME=/root/.aws; cd; cat credentials":        "credentials",
+		"cd \"$(dirname \"$F\")\" && cat credentials": "(in a directory smart mode cannot know)",
+		"cd \"$D\" && cp gh/hosts.yml /tmp/x":         "credentials",
+		"env -C ~ tar czf /tmp/x .":                   "credentials",
+		"sudo -D ~ grep -r token .":                   "credentials",
 	}
 	// Denied before too; they stay denied now that credential directories count in a home
 	// directory only and commands that only list names may name them.
 	for cmd, reason := range map[string]string{
-		"cd ~ && rsync -a .config/ /tmp/x":      "credentials",
-		"builtin cd ~ && cp -r .docker /tmp":    "credentials",
-		"cd $X && tar czf x .docker":            "cannot know",
-		"HOME=$X; cd; tar cf x .docker":         "cannot know",
-		"cd ~ && cd .docker && cat config.json": "credentials",
-		"tar -C ~ -czf x.tgz .":                 "credentials",
-		"tar czf x.tgz -C ~ .config":            "credentials",
-		"find ~ -type f | xargs cat":            "credentials",
-		"find ~ -type f -exec cat {} +":         "credentials",
-		"ls -d ~/.ssh/* | xargs cat":            "credentials",
-		"cd ~ && ls -d .config/* | xargs cat":   "credentials",
+		"cd ~ && rsync -a .config/ /tmp/x":         "credentials",
+		"builtin cd ~ && cp -r .docker /tmp":       "credentials",
+		"cd $X && tar czf x .docker":               "cannot know",
+		"HOME=$X; cd; tar cf x .docker":            "cannot know",
+		"CDPATH=~; cd .config && cat gh/hosts.yml": "credentials",
+		"cd ~ && cd .docker && cat config.json":    "credentials",
+		"tar -C ~ -czf x.tgz .":                    "credentials",
+		"tar czf x.tgz -C ~ .config":               "credentials",
+		"find ~ -type f | xargs cat":               "credentials",
+		"find ~ -type f -exec cat {} +":            "credentials",
+		"ls -d ~/.ssh/* | xargs cat":               "credentials",
+		"cd ~ && ls -d .config/* | xargs cat":      "credentials",
 	} {
 		denied[cmd] = reason
 	}
@@ -170,6 +175,7 @@ func TestSmartWorkingDirectory(t *testing.T) {
 		// directories the walk leaves again
 		"pushd ~; popd; tar czf x .", "cd ~ && cd - && tar czf x .", "cd ~/.cache && tar czf x .",
 		"cd ~ && ls -la", "cd infra && tar czf ../infra.tgz .",
+		"cd \"$(git rev-parse --show-toplevel)\" && cat go.mod", "env -C infra tar czf ../x.tgz .", "CDPATH=~; cd ./infra && cat main.tf",
 	}
 	checkSmart(t, denied, allowed)
 }

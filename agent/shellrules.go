@@ -48,6 +48,9 @@ var wordRules = []wordRule{
 		if c != nil && namesOnly(c) {
 			return allow()
 		}
+		if maybeCredentialFile(w) {
+			return deny("%s may be a credentials file; reading or copying credentials is denied", w.where())
+		}
 		if w = w.resolved(); credentialWord(w) {
 			return deny("%s looks like a credentials file; reading or copying credentials is denied", w.text)
 		}

@@ -21,10 +21,25 @@ const unknownDir = string(mark) + "?"
 // "" (the project directory, where the agent starts), a path relative to it, a rooted
 // path (/…, ~…, $HOME…), or unknownDir.
 func placeCommands(cmds []*simpleCmd) {
-	var d workDir
+	d := workDir{cdpath: slices.ContainsFunc(cmds, setsCDPATH)}
 	for _, c := range cmds {
 		for i := range c.args {
 			c.args[i].dir = d.cwd
+		}
+		steps := programChain(c.args)
+		for k, st := range steps {
+			// env -C DIR, sudo -D DIR: the command behind runs in DIR.
+			if v, ok := chdirValue(st.name, st.args); ok {
+				dir, known := resolvePath(d.cwd, v)
+				if !known {
+					dir = unknownDir
+				}
+				for _, later := range steps[k+1:] {
+					for i := range later.args {
+						later.args[i].dir = dir
+					}
+				}
+			}
 		}
 		if name, args, _ := program(c.args); name == "cd" || name == "pushd" || name == "popd" {
 			d.change(name, args, c.home)
@@ -32,11 +47,56 @@ func placeCommands(cmds []*simpleCmd) {
 	}
 }
 
+// chdirOptions are the wrappers' options that set their command's working directory.
+var chdirOptions = map[string][]string{
+	"env": {"-C", "--chdir"}, "sudo": {"-D", "--chdir"}, "nsenter": {"-w", "--wd"}, "unshare": {"--wd"},
+}
+
+// chdirValue returns the directory a wrapper's chdir option names.
+func chdirValue(name string, args []word) (word, bool) {
+	opts := chdirOptions[name]
+	for i := 0; i < len(opts) && len(args) > 0; i++ {
+		for k, a := range args {
+			if !strings.HasPrefix(a.text, "-") || a.text == "--" {
+				break
+			}
+			switch {
+			case a.text == opts[i] && k+1 < len(args):
+				return args[k+1], true
+			case strings.HasPrefix(a.text, opts[i]+"=") && strings.HasPrefix(opts[i], "--"):
+				return newWordFrom(a, strings.TrimPrefix(a.text, opts[i]+"=")), true
+			case strings.HasPrefix(a.text, opts[i]) && !strings.HasPrefix(opts[i], "--") && len(a.text) > len(opts[i]):
+				return newWordFrom(a, strings.TrimPrefix(a.text, opts[i])), true
+			}
+		}
+	}
+	return word{}, false
+}
+
+// searchesCDPATH reports whether cd looks a target up in CDPATH: one that is neither
+// rooted nor starts with . or ..
+func searchesCDPATH(p string) bool {
+	first, _, _ := strings.Cut(p, "/")
+	return !rooted(p) && first != "." && first != ".."
+}
+
+// setsCDPATH reports whether a command sets CDPATH, after which cd resolves a relative
+// target against directories smart mode does not follow.
+func setsCDPATH(c *simpleCmd) bool {
+	for _, ws := range [][]word{c.assignWords, c.args} {
+		if slices.ContainsFunc(ws, func(w word) bool { return strings.HasPrefix(w.text, "CDPATH=") }) {
+			return true
+		}
+	}
+	return false
+}
+
 // workDir is the shell's directory state: its working directory, cd -'s previous one and
 // pushd's stack.
 type workDir struct {
 	cwd, old string
 	stack    []string
+	cdpath   bool // the command line sets CDPATH
 }
 
 func (d *workDir) change(name string, args []word, home word) {
@@ -74,7 +134,7 @@ func (d *workDir) change(name string, args []word, home word) {
 	default:
 		p, known := resolvePath(d.cwd, ops[0])
 		cwd = p
-		if !known {
+		if !known || d.cdpath && searchesCDPATH(ops[0].text) {
 			cwd = unknownDir
 		}
 		if name == "pushd" {
@@ -196,4 +256,33 @@ func (w word) where() string {
 		return w.text + " (in a directory smart mode cannot know)"
 	}
 	return w.text + " (in " + w.dir + ")"
+}
+
+// credentialTails are the names of credential files inside the directories that
+// credentialPaths lists as a whole, such as ~/.aws/credentials.
+var credentialTails = []string{
+	"credentials", "config", "credentials.db", "access_tokens.db", "application_default_credentials.json",
+	"accessTokens.json", "msal_token_cache.json", "secring.gpg", "private-keys-v1.d", "trustdb.gpg",
+}
+
+// maybeCredentialFile reports whether a relative path, from a directory smart mode cannot
+// know, may be a credentials file: it is the tail of one of credentialPaths (config.json,
+// gh/hosts.yml) or a file name found in a credential directory (credentials).
+func maybeCredentialFile(w word) bool {
+	if w.dir != unknownDir || rooted(w.text) || w.dynamic {
+		return false
+	}
+	segs := pathSegments(w.text)
+	if len(segs) == 0 {
+		return false
+	}
+	if len(segs) == 1 && slices.Contains(credentialTails, segs[0]) {
+		return true
+	}
+	for _, e := range credentialEntries {
+		if len(segs) <= len(e.segs) && slices.Equal(segs, e.segs[len(e.segs)-len(segs):]) {
+			return true
+		}
+	}
+	return false
 }
