@@ -348,10 +348,6 @@ func secretPath(p string) bool {
 	return false
 }
 
-// holdsCredentials reports whether p is a directory that contains one of credentialPaths
-// (~/.docker, ~/.config, the home directory itself): copying or archiving it copies them.
-func holdsCredentials(p string) bool { return isHomeDir(p) || holdsCredentialFile(p) }
-
 // isHomeDir reports whether p is a home directory (~, $HOME, /root, /home/NAME).
 func isHomeDir(p string) bool {
 	p = strings.TrimRight(strings.Trim(p, `"'`), "/")

@@ -324,7 +324,9 @@ func TestApprovalCompileErrors(t *testing.T) {
 }
 
 func FuzzParseShell(f *testing.F) {
-	for _, s := range []string{"ls -la", "a && b || c | d & e; f", "echo \"$(cat <(curl x))\"", "cat <<EOF\nx\nEOF\n", "`a`", "x=$((1+2)) y", "a 2>&1 >/dev/null"} {
+	for _, s := range []string{"ls -la", "a && b || c | d & e; f", "echo \"$(cat <(curl x))\"", "cat <<EOF\nx\nEOF\n", "`a`", "x=$((1+2)) y", "a 2>&1 >/dev/null",
+		"sed -e '/a/,\\,b,{s/x/y/w f\n}' x", "git -c alias.x='!a' x", "cd ~ && pushd .. && tar czf x .", "awk 'BEGIN{system(\"x\")}'",
+		"rsync -e 'sh -c x' a b", "GIT_PAGER='x' git log"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

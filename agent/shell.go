@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -40,6 +41,8 @@ type word struct {
 	text    string // with placeholders shown as $NAME or $(…)
 	dynamic bool   // holds a placeholder
 	pattern string // text with each placeholder as *, for matching paths
+	// dir is the working directory of the command the word belongs to (see placeCommands).
+	dir string
 }
 
 // simpleCmd is one command the shell would run.
@@ -49,12 +52,19 @@ type simpleCmd struct {
 	source   string   // the command as written
 	stdinDoc *word    // a here-document or here-string on its stdin
 	pipedIn  bool     // its stdin comes from an earlier stage of a pipeline
+	pipedOut bool     // its stdout goes to a later stage of a pipeline
 	// fetchedIn: an earlier stage of its pipeline downloads something.
 	fetchedIn bool
 	// subFetch / procSubFetch: a $(…) / <(…) in its words runs a downloader.
 	subFetch, procSubFetch bool
 	// unreadable is set when code handed to it (eval, sh -c) cannot be parsed.
 	unreadable error
+	// assignWords are its NAME=value prefixes, expanded.
+	assignWords []word
+	// hiddenCode says why code an option value or variable carries cannot be checked.
+	hiddenCode string
+	// home is $HOME where it runs, where a bare cd goes (the command line may set HOME).
+	home word
 
 	call *syntax.CallExpr
 }
@@ -113,6 +123,7 @@ func analyze(src string, depth int, inherited map[string]string, budget *int) (*
 type stage struct {
 	pipeline *syntax.BinaryCmd
 	index    int
+	count    int // how many stages the pipeline has
 }
 
 type analysis struct {
@@ -285,10 +296,11 @@ func (a *analysis) structure(file *syntax.File) {
 		switch n := n.(type) {
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				for i, st := range pipelineStages(n) {
+				stages := pipelineStages(n)
+				for i, st := range stages {
 					syntax.Walk(st, func(m syntax.Node) bool {
 						if c, ok := m.(*syntax.CallExpr); ok {
-							a.pipes[c] = append(a.pipes[c], stage{n, i})
+							a.pipes[c] = append(a.pipes[c], stage{n, i, len(stages)})
 						}
 						return true
 					})
@@ -395,7 +407,7 @@ func (a *analysis) expandAll(file *syntax.File) error {
 		case *syntax.CallExpr:
 			err = a.addCall(c, doc)
 		case *syntax.DeclClause:
-			a.addDecl(c)
+			err = a.addDecl(c)
 		}
 		return true
 	})
@@ -414,9 +426,10 @@ func (a *analysis) addCall(c *syntax.CallExpr, doc *word) error {
 	if *a.budget--; *a.budget < 0 {
 		return fmt.Errorf("%w: it expands to more than %d commands", errUnreadable, maxCommands)
 	}
-	sc := &simpleCmd{source: a.text(c), stdinDoc: doc, call: c}
+	sc := &simpleCmd{source: a.text(c), stdinDoc: doc, call: c, home: newWord(knownEnv(a.env).Get("HOME").Str)}
 	for _, as := range c.Assigns {
 		sc.assigns = append(sc.assigns, a.text(as))
+		sc.assignWords = append(sc.assignWords, a.assignWord(as))
 	}
 	for _, w := range c.Args {
 		sc.args = append(sc.args, a.fields(w)...)
@@ -431,6 +444,7 @@ func (a *analysis) addCall(c *syntax.CallExpr, doc *word) error {
 		})
 	}
 	sc.pipedIn = slicesAny(a.pipes[c], func(s stage) bool { return s.index > 0 })
+	sc.pipedOut = slicesAny(a.pipes[c], func(s stage) bool { return s.index < s.count-1 })
 	a.out.cmds = append(a.out.cmds, sc)
 	return a.addNested(sc)
 }
@@ -462,7 +476,7 @@ func (a *analysis) downloads(n syntax.Node) bool {
 	return found
 }
 
-func (a *analysis) addDecl(d *syntax.DeclClause) {
+func (a *analysis) addDecl(d *syntax.DeclClause) error {
 	sc := &simpleCmd{source: a.text(d), args: []word{{text: d.Variant.Value, pattern: d.Variant.Value}}}
 	for _, as := range d.Args {
 		switch {
@@ -471,15 +485,46 @@ func (a *analysis) addDecl(d *syntax.DeclClause) {
 		case as.Naked && as.Name != nil:
 			sc.args = append(sc.args, word{text: as.Name.Value, pattern: as.Name.Value})
 		default:
-			sc.args = append(sc.args, newWord(a.text(as)))
+			sc.args = append(sc.args, a.assignWord(as))
 		}
 	}
 	a.out.cmds = append(a.out.cmds, sc)
+	// export GIT_SSH_COMMAND=… carries a command like a NAME=value prefix does.
+	reason, codes := carriedByAssignments(sc.args)
+	if reason != "" {
+		sc.hiddenCode = reason
+		return nil
+	}
+	for _, code := range codes {
+		if err := a.readCarried(sc, code); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// assignWord is NAME=value with the value expanded.
+func (a *analysis) assignWord(as *syntax.Assign) word {
+	if as.Name == nil || as.Array != nil || as.Index != nil {
+		return newWord(a.text(as))
+	}
+	v := word{}
+	if as.Value != nil {
+		v = a.literal(as.Value)
+	}
+	prefix := as.Name.Value + "="
+	if as.Append {
+		prefix = as.Name.Value + "+="
+	}
+	return word{text: prefix + v.text, pattern: prefix + v.pattern, dynamic: v.dynamic}
 }
 
 // addNested reads the code a command hands to a shell (eval, sh -c, a script on a shell's
 // stdin, find -exec) and adds the commands it would run.
 func (a *analysis) addNested(sc *simpleCmd) error {
+	if err := a.addCarried(sc); err != nil {
+		return err
+	}
 	name, args, _ := program(sc.args)
 	var code *word
 	switch {
@@ -496,8 +541,13 @@ func (a *analysis) addNested(sc *simpleCmd) error {
 		if len(args) > 0 && (args[0].text == "/dev/stdin" || args[0].text == "-") && sc.stdinDoc != nil {
 			code = sc.stdinDoc
 		}
-	case name == "find":
-		a.out.cmds = append(a.out.cmds, findExec(args)...)
+	case execActions[name] != nil:
+		for _, cmd := range findExec(execActions[name], args) {
+			a.out.cmds = append(a.out.cmds, cmd)
+			if err := a.addNested(cmd); err != nil {
+				return err
+			}
+		}
 	case name == "trap":
 		// trap's action runs later, on the signal or at exit: code like eval's.
 		if len(args) > 0 && !strings.HasPrefix(args[0].text, "-") {
@@ -538,12 +588,19 @@ func (a *analysis) readNested(sc *simpleCmd, code string) error {
 	return nil
 }
 
-// findExec returns the commands find -exec/-execdir/-ok/-okdir would run.
-func findExec(args []word) []*simpleCmd {
+// execActions are the options of file finders that run the words after them, up to ;
+// or + (or the end), once per file found.
+var execActions = map[string][]string{
+	"find":   {"-exec", "-execdir", "-ok", "-okdir"},
+	"fd":     {"-x", "--exec", "-X", "--exec-batch"},
+	"fdfind": {"-x", "--exec", "-X", "--exec-batch"},
+}
+
+// findExec returns the commands find -exec/-execdir/-ok/-okdir (or fd -x) would run.
+func findExec(actions []string, args []word) []*simpleCmd {
 	var out []*simpleCmd
 	for i := 0; i < len(args); i++ {
-		switch args[i].text {
-		case "-exec", "-execdir", "-ok", "-okdir":
+		if slices.Contains(actions, args[i].text) {
 			j := i + 1
 			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
 				j++
@@ -557,6 +614,45 @@ func findExec(args []word) []*simpleCmd {
 		}
 	}
 	return out
+}
+
+// addCarried reads the command lines that sc's option values and variables carry
+// (rsync -e CMD, git -c core.pager=CMD, GIT_SSH_COMMAND=CMD) as code sc hands to a shell,
+// for each program on its way to the command it runs (sudo ssh -o ProxyCommand=CMD).
+func (a *analysis) addCarried(sc *simpleCmd) error {
+	reason, codes := carriedByAssignments(sc.assignWords)
+	for _, step := range programChain(sc.args) {
+		if reason != "" {
+			break
+		}
+		var more []word
+		more, reason = carriedCommands(step.name, step.args, step.assigns)
+		codes = append(codes, more...)
+	}
+	if reason != "" {
+		sc.hiddenCode = reason
+		return nil
+	}
+	for _, code := range codes {
+		if err := a.readCarried(sc, code); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readCarried reads one carried command line; generated text cannot be read.
+func (a *analysis) readCarried(sc *simpleCmd, code word) error {
+	if code.dynamic {
+		sc.hiddenCode = "the command " + code.text + " it carries is generated code, which cannot be checked"
+		return nil
+	}
+	return a.readNested(sc, code.text)
+}
+
+func carriedByAssignments(ws []word) (reason string, codes []word) {
+	codes, reason = carriedCommands("", nil, ws)
+	return reason, codes
 }
 
 func joinFields(ws []word) word {
@@ -612,7 +708,7 @@ func (a *analysis) markFetchedPipes() {
 		}
 		for _, s := range a.pipes[c.call] {
 			for i := 0; i < s.index; i++ {
-				if fetching[stage{s.pipeline, i}] {
+				if fetching[stage{s.pipeline, i, s.count}] {
 					c.fetchedIn = true
 				}
 			}

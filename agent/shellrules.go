@@ -12,9 +12,10 @@ import (
 // command, and by program name. The first rule that denies decides. Deny and allow
 // patterns (checkPatterns) are matched against the same simple commands.
 
+// A wordRule sees every word of a command (c) and every redirection target (c nil).
 type (
 	scriptRule  func(*script) Decision
-	wordRule    func(word) Decision
+	wordRule    func(c *simpleCmd, w word) Decision
 	commandRule func(*simpleCmd) Decision
 	// programRule sees a command's program (behind sudo, env, timeout, …) and arguments.
 	programRule func(name string, args []word) Decision
@@ -37,14 +38,20 @@ var scriptRules = []scriptRule{
 }
 
 var wordRules = []wordRule{
-	func(w word) Decision {
+	func(_ *simpleCmd, w word) Decision {
 		if readsEnviron(w) {
 			return deny("reading a process environment (%s) is denied: it holds secrets", w.text)
 		}
 		return allow()
 	},
-	func(w word) Decision {
-		if credentialWord(w) {
+	func(c *simpleCmd, w word) Decision {
+		if c != nil && namesOnly(c) {
+			return allow()
+		}
+		if maybeCredentialFile(w) {
+			return deny("%s may be a credentials file; reading or copying credentials is denied", w.where())
+		}
+		if w = w.resolved(); credentialWord(w) {
 			return deny("%s looks like a credentials file; reading or copying credentials is denied", w.text)
 		}
 		return allow()
@@ -59,6 +66,12 @@ var commandRules = []commandRule{
 		return allow()
 	},
 	func(c *simpleCmd) Decision {
+		if c.hiddenCode != "" {
+			return deny("%s, so it is denied", c.hiddenCode)
+		}
+		return allow()
+	},
+	func(c *simpleCmd) Decision {
 		if name, _, dynamic := program(c.args); dynamic {
 			return deny("the program name comes from a variable (%s); smart mode denies what it cannot check", name)
 		}
@@ -66,7 +79,7 @@ var commandRules = []commandRule{
 	},
 	func(c *simpleCmd) Decision {
 		name, args, _ := program(c.args)
-		if r, ok := programRules[name]; ok {
+		if r, ok := programRules[name]; ok && !namesOnly(c) {
 			return r(name, args)
 		}
 		if strings.HasPrefix(name, "mkfs") {
@@ -147,7 +160,8 @@ var programRules = map[string]programRule{
 		}
 		return allow()
 	},
-	"awk": awkEnviron, "gawk": awkEnviron, "mawk": awkEnviron, "nawk": awkEnviron,
+	"awk": awkCode, "gawk": awkCode, "mawk": awkCode, "nawk": awkCode,
+	"sed": sedCode, "gsed": sedCode,
 	"eval":   generatedCode,
 	"alias":  generatedCode,
 	"trap":   generatedCode,
@@ -159,7 +173,7 @@ var programRules = map[string]programRule{
 	"yq":     jqEnvironment,
 	"cd":     entersCredentials, "pushd": entersCredentials,
 	"cp": copiesCredentials, "mv": copiesCredentials, "ln": copiesCredentials, "rsync": copiesCredentials,
-	"scp": copiesCredentials, "rclone": copiesCredentials, "tar": copiesCredentials, "zip": copiesCredentials,
+	"scp": copiesCredentials, "rclone": copiesCredentials, "tar": tarCredentials, "zip": copiesCredentials,
 	"7z": copiesCredentials, "7za": copiesCredentials, "cpio": copiesCredentials, "pax": copiesCredentials,
 	"grep": copiesCredentials, "egrep": copiesCredentials, "rg": copiesCredentials, "ag": copiesCredentials, "find": copiesCredentials,
 }
@@ -225,22 +239,99 @@ func jqEnvironment(name string, args []word) Decision {
 // && cat config.json), whose names would then be relative.
 func entersCredentials(name string, args []word) Decision {
 	for _, a := range operands(args) {
-		if holdsCredentialFile(a.text) {
-			return deny("%s %s enters a directory that holds credential files; reading or copying credentials is denied", name, a.text)
+		if credentialDirAt(a) {
+			return deny("%s %s enters a directory that holds credential files; reading or copying credentials is denied", name, a.where())
 		}
 	}
 	return allow()
 }
 
 // copiesCredentials denies copying, archiving or searching a directory that holds
-// credential files (cp -r ~/.docker x, tar czf x.tgz ~, grep -r token ~/.config).
+// credential files (cp -r ~/.docker x, tar czf x.tgz ~, grep -r token ~/.config), also
+// when a cd made the path relative (cd ~ && grep -r token .).
 func copiesCredentials(name string, args []word) Decision {
 	for _, a := range operands(args) {
-		if holdsCredentials(a.text) {
-			return deny("%s %s would read the credential files in it; reading or copying credentials is denied", name, a.text)
+		if holdsCredentialsAt(a) {
+			return deny("%s %s would read the credential files in it; reading or copying credentials is denied", name, a.where())
 		}
 	}
 	return allow()
+}
+
+// tarCredentials is copiesCredentials for tar, which reads its operands from the
+// directory -C names (tar -C ~ -czf x.tgz .). Extracting and listing read only the
+// archive (tar -C ~ -xzf go.tgz).
+func tarCredentials(name string, args []word) Decision {
+	if tarExtracts(args) {
+		return allow()
+	}
+	dir, fromDir := "", false
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch t := w.text; {
+		case t == "-C" || t == "--directory" || strings.HasPrefix(t, "--directory="):
+			d := newWordFrom(w, strings.TrimPrefix(t, "--directory="))
+			if !strings.HasPrefix(t, "--directory=") {
+				if i+1 >= len(args) {
+					return allow()
+				}
+				i++
+				d = args[i]
+			}
+			d.dir = w.dir
+			if holdsCredentialsAt(d) && i+1 < len(args) && slices.ContainsFunc(operands(args[i+1:]), func(o word) bool { return o.text == "." }) {
+				return deny("%s -C %s . would read the credential files in it; reading or copying credentials is denied", name, d.text)
+			}
+			p, known := resolvePath(w.dir, d)
+			dir, fromDir = p, true
+			if !known {
+				dir = unknownDir
+			}
+			continue
+		case strings.HasPrefix(t, "-"):
+			continue
+		}
+		if fromDir {
+			w.dir = dir
+		}
+		if holdsCredentialsAt(w) {
+			return deny("%s %s would read the credential files in it; reading or copying credentials is denied", name, w.where())
+		}
+	}
+	return allow()
+}
+
+// tarExtracts reports whether tar extracts or lists (-x, -t, xzf, --extract, --list).
+func tarExtracts(args []word) bool {
+	for i, a := range args {
+		t := a.text
+		switch {
+		case t == "--extract" || t == "--get" || t == "--list":
+			return true
+		case strings.HasPrefix(t, "--"):
+		case strings.HasPrefix(t, "-") || i == 0:
+			if strings.ContainsAny(strings.TrimPrefix(t, "-"), "xt") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// namesOnly reports whether a command prints names rather than content (ls ~/.config/*,
+// find ~ -name '*.log'), so naming a credentials directory is fine. Its output must not
+// go on to another command, which could read the files it names.
+func namesOnly(c *simpleCmd) bool {
+	if c.pipedOut {
+		return false
+	}
+	switch name, args, _ := program(c.args); name {
+	case "ls", "du", "stat", "tree", "test", "[":
+		return true
+	case "find":
+		return !slices.ContainsFunc(args, func(a word) bool { return slices.Contains(execActions["find"], a.text) })
+	}
+	return false
 }
 
 func printsEnvironment(name string, _ []word) Decision {
@@ -341,17 +432,58 @@ func interpreterCode(c *simpleCmd) Decision {
 		if envAccess.MatchString(code.text) {
 			return deny("%s code that reads the environment is denied: it holds secrets", name)
 		}
-		for _, f := range strings.FieldsFunc(code.text, func(r rune) bool { return strings.ContainsRune(" \t\n'\"(),;`", r) }) {
-			if secretPath(f) || readsEnviron(newWord(f)) {
-				return deny("%s code that reads %s is denied: it holds secrets", name, f)
+		if re := commandRunners[language(name)]; re != nil {
+			if m := re.FindString(code.text); m != "" {
+				return deny("%s code that runs commands or generated code (%q) cannot be checked and is denied; run the command in the shell instead", name, strings.TrimSpace(m))
 			}
+		}
+		if f := codeReadsSecret(code.text); f != "" {
+			return deny("%s code that reads %s is denied: it holds secrets", name, f)
 		}
 	}
 	return allow()
 }
 
+// codeReadsSecret returns a credentials file or process environment that code in another
+// language names, or "".
+func codeReadsSecret(code string) string {
+	for _, f := range strings.FieldsFunc(code, func(r rune) bool { return strings.ContainsRune(" \t\n'\"(),;`<>{}", r) }) {
+		if secretPath(f) || readsEnviron(newWord(f)) {
+			return f
+		}
+	}
+	return ""
+}
+
 // envAccess is how common interpreters read their environment.
 var envAccess = regexp.MustCompile(`environ|getenv|\bENV\b|_ENV\b|process\.env|Deno\.env|System\.getenv|\$env:`)
+
+// commandRunners is how each interpreter's inline code runs a command, or code smart mode
+// cannot see (eval of a built string, a module named at run time), which could read the
+// environment of a child process.
+var commandRunners = map[string]*regexp.Regexp{
+	"python": regexp.MustCompile(`subprocess|\bos\.(system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork)\b|\bpty\.spawn|\bcommands\.|__import__|importlib|\bgetattr\s*\(|\b(exec|eval|compile)\s*\(`),
+	"perl":   regexp.MustCompile("\\b(system|exec|qx|fork|eval)\\b|\\bopen\\b[^;]*\\||`"),
+	"ruby":   regexp.MustCompile("\\b(system|exec|spawn|fork|eval|instance_eval|class_eval|send|__send__|public_send|syscall)\\b|IO\\.popen|Open3|%x|`"),
+	"node":   regexp.MustCompile(`child_process|\b(execSync|execFile|execFileSync|spawn|spawnSync|fork|eval|Function)\s*\(|\b(require|import)\s*\(\s*[^'"\s)]|process\.binding|Deno\.(run|Command)|Bun\.(spawn|\$)|\$` + "`"),
+	"php":    regexp.MustCompile("\\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|call_user_func\\w*)\\s*\\(|`"),
+	"lua":    regexp.MustCompile(`\bos\.execute|\bio\.popen|\bload(string)?\s*\(|\bdofile|\brequire\b`),
+	"pwsh":   regexp.MustCompile(`(?i)start-process|invoke-expression|\biex\b|invoke-command|invoke-item|\[system\.diagnostics|(^|[;\s(])&\s*\S`),
+}
+
+// language is the interpreter family commandRunners knows name by (python3.12 is python,
+// nodejs, deno and bun are node).
+func language(name string) string {
+	for _, l := range []string{"python", "perl", "ruby", "php", "lua", "pwsh"} {
+		if strings.HasPrefix(name, l) {
+			return l
+		}
+	}
+	if strings.HasPrefix(name, "node") || name == "deno" || name == "bun" {
+		return "node"
+	}
+	return ""
+}
 
 // inlineCode returns the code an interpreter's arguments carry: the argument after every
 // code option, clusters included (perl -le, python3 -Ic). An option's value is not
@@ -380,12 +512,248 @@ func inlineCode(name string, args []word) (word, bool) {
 	return joinFields(code), true
 }
 
-// awkEnviron denies awk programs that read ENVIRON, awk's copy of the environment.
-func awkEnviron(name string, args []word) Decision {
-	if slices.ContainsFunc(args, func(a word) bool { return strings.Contains(a.text, "ENVIRON") }) {
-		return deny("%s code that reads ENVIRON is denied: it holds secrets", name)
+// awkCode denies awk programs that read ENVIRON, awk's copy of the environment, that run
+// commands (system(), "cmd" | getline, print | "cmd"), whose output smart mode cannot
+// check, or that name a credentials file (getline < "~/.netrc").
+func awkCode(name string, args []word) Decision {
+	if prog, ok := awkProgram(args); ok && prog.dynamic {
+		return deny("%s code with generated parts (%s) cannot be checked and is denied", name, prog.text)
+	}
+	for _, a := range args {
+		if strings.Contains(a.text, "ENVIRON") {
+			return deny("%s code that reads ENVIRON is denied: it holds secrets", name)
+		}
+		code := awkString.ReplaceAllString(a.text, `""`)
+		if m := awkRunner.FindString(code); m != "" {
+			return deny("%s code that runs commands (%q) cannot be checked and is denied; run the command in the shell instead", name, strings.TrimSpace(m))
+		}
+		if f := codeReadsSecret(a.text); f != "" && strings.ContainsAny(a.text, " \t\n") {
+			return deny("%s code that reads %s is denied: it holds secrets", name, f)
+		}
 	}
 	return allow()
+}
+
+// awkProgram returns awk's program: the first operand, unless -f names a file.
+func awkProgram(args []word) (word, bool) {
+	for i := 0; i < len(args); i++ {
+		switch t := args[i].text; {
+		case t == "--":
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return word{}, false
+		case t == "-f" || t == "--file":
+			return word{}, false
+		case t == "-F" || t == "-v" || t == "--field-separator" || t == "--assign":
+			i++
+		case t == "-e" || t == "--source":
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+		case strings.HasPrefix(t, "-") && len(t) > 1:
+		default:
+			return args[i], true
+		}
+	}
+	return word{}, false
+}
+
+var (
+	// awkString is an awk string literal, removed before looking for pipes.
+	awkString = regexp.MustCompile(`"(\\.|[^"\\])*"`)
+	// awkRunner is how awk runs a command: system(), a pipe into getline or out of print
+	// (|, but not ||), gawk's coprocess |&, and @load of an extension.
+	awkRunner = regexp.MustCompile(`\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;{}\n]*?([^|]|^)\|([^|]|$)|@load`)
+)
+
+// sedCode denies GNU sed scripts that run commands: the e command and the s command's e
+// flag run text as a shell command. A script it cannot read is denied too.
+func sedCode(name string, args []word) Decision {
+	for _, script := range sedScripts(args) {
+		if script.dynamic {
+			return deny("%s script with generated parts cannot be checked and is denied", name)
+		}
+		runs, readable := sedRunsCommand(script.text)
+		switch {
+		case !readable:
+			return deny("smart mode could not read the %s script %q and denies what it cannot check; simplify it", name, script.text)
+		case runs:
+			return deny("%s script %q runs a shell command (the e command or s///e), which smart mode cannot check; run the command in the shell instead", name, script.text)
+		}
+		if f := codeReadsSecret(script.text); f != "" {
+			return deny("%s script that reads %s is denied: it holds secrets", name, f)
+		}
+	}
+	return allow()
+}
+
+// sedScripts returns sed's scripts: every -e/--expression value or, without one, the
+// first operand.
+func sedScripts(args []word) []word {
+	var scripts []word
+	var firstOperand *word
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "--":
+			if firstOperand == nil && i+1 < len(args) {
+				firstOperand = &args[i+1]
+			}
+			i = len(args)
+		case strings.HasPrefix(t, "--expression="):
+			scripts = append(scripts, newWordFrom(args[i], strings.TrimPrefix(t, "--expression=")))
+		case t == "--expression" || t == "--file" || t == "--line-length":
+			if t == "--expression" && i+1 < len(args) {
+				scripts = append(scripts, args[i+1])
+			}
+			i++
+		case strings.HasPrefix(t, "--"):
+		case strings.HasPrefix(t, "-") && len(t) > 1:
+			cluster := t[1:]
+			if k := strings.IndexAny(cluster, "efl"); k >= 0 && cluster[0] != 'i' {
+				switch value := cluster[k+1:]; {
+				case value == "" && i+1 < len(args):
+					i++
+					if cluster[k] == 'e' {
+						scripts = append(scripts, args[i])
+					}
+				case cluster[k] == 'e':
+					scripts = append(scripts, newWordFrom(args[i], value))
+				}
+			}
+		default:
+			if firstOperand == nil {
+				firstOperand = &args[i]
+			}
+		}
+	}
+	if len(scripts) == 0 && firstOperand != nil {
+		scripts = append(scripts, *firstOperand)
+	}
+	return scripts
+}
+
+// sedRunsCommand reads a sed script command by command: whether one runs a shell
+// command (e, or s with the e flag), and whether the script could be read at all.
+func sedRunsCommand(script string) (runs, readable bool) {
+	r := &sedReader{s: script}
+	for {
+		r.skip(" \t\n;")
+		if r.i >= len(r.s) {
+			return false, true
+		}
+		if !r.address() || r.i >= len(r.s) {
+			return false, false
+		}
+		if runs, ok := r.command(); runs || !ok {
+			return runs, ok
+		}
+	}
+}
+
+// sedReader is a position in a sed script.
+type sedReader struct {
+	s string
+	i int
+}
+
+func (r *sedReader) skip(chars string) {
+	for r.i < len(r.s) && strings.IndexByte(chars, r.s[r.i]) >= 0 {
+		r.i++
+	}
+}
+
+// delimited moves past text ending at an unescaped delim on the same line.
+func (r *sedReader) delimited(delim byte) bool {
+	for r.i < len(r.s) {
+		c := r.s[r.i]
+		r.i++
+		switch c {
+		case '\\':
+			r.i++
+		case delim:
+			return true
+		case '\n':
+			return false
+		}
+	}
+	return false
+}
+
+// toEnd moves to the end of the line, or to one of stops.
+func (r *sedReader) toEnd(stops string) {
+	for r.i < len(r.s) && r.s[r.i] != '\n' && strings.IndexByte(stops, r.s[r.i]) < 0 {
+		if r.s[r.i] == '\\' {
+			r.i++
+		}
+		r.i++
+	}
+}
+
+// address moves past a command's addresses (3, $, /re/I, \,re,, first~step, a,+n, !).
+func (r *sedReader) address() bool {
+	for r.i < len(r.s) {
+		c := r.s[r.i]
+		switch {
+		case c >= '0' && c <= '9', strings.IndexByte("$,~+! \t", c) >= 0:
+			r.i++
+			continue
+		case c == '/':
+			r.i++
+		case c == '\\' && r.i+1 < len(r.s):
+			c = r.s[r.i+1]
+			r.i += 2
+		default:
+			return true
+		}
+		if !r.delimited(c) {
+			return false
+		}
+		r.skip("IM")
+	}
+	return true
+}
+
+// command reads one command: whether it runs a shell command, and whether it was read.
+func (r *sedReader) command() (runs, ok bool) {
+	c := r.s[r.i]
+	r.i++
+	switch {
+	case c == 'e':
+		return true, true
+	case c == 's' || c == 'y':
+		if r.i >= len(r.s) || r.s[r.i] == '\n' || r.s[r.i] == '\\' {
+			return false, false
+		}
+		delim := r.s[r.i]
+		r.i++
+		for range 2 { // pattern and replacement
+			if !r.delimited(delim) {
+				return false, false
+			}
+		}
+		for r.i < len(r.s) && strings.IndexByte(";\n}", r.s[r.i]) < 0 {
+			switch r.s[r.i] {
+			case 'e':
+				return true, true
+			case 'w': // the rest of the line is a file name
+				r.toEnd("")
+				continue
+			}
+			r.i++
+		}
+	case c == 'l':
+		r.toEnd(";}")
+	case strings.IndexByte("{}=dDgGhHnNpPxzF", c) >= 0:
+	case strings.IndexByte("aicrRwW#", c) >= 0:
+		r.toEnd("")
+	case strings.IndexByte("btTqQLv:", c) >= 0:
+		r.toEnd(";}")
+	default:
+		return false, false
+	}
+	return false, true
 }
 
 // pipedIntoInterpreter denies piping into an interpreter that reads its program from stdin:
@@ -569,6 +937,7 @@ func readsScriptFile(args []word) bool {
 
 // checkScript applies the built-in rules to a command line --smart is asked to run.
 func checkScript(s *script) Decision {
+	placeCommands(s.cmds)
 	for _, r := range scriptRules {
 		if d := r(s); !d.Allow {
 			return d
@@ -577,7 +946,7 @@ func checkScript(s *script) Decision {
 	for _, c := range s.cmds {
 		for _, w := range c.args {
 			for _, r := range wordRules {
-				if d := r(w); !d.Allow {
+				if d := r(c, w); !d.Allow {
 					return d
 				}
 			}
@@ -585,7 +954,7 @@ func checkScript(s *script) Decision {
 	}
 	for _, w := range s.redirs {
 		for _, r := range wordRules {
-			if d := r(w); !d.Allow {
+			if d := r(nil, w); !d.Allow {
 				return d
 			}
 		}

@@ -135,6 +135,33 @@ func program(w []word) (name string, args []word, nameDynamic bool) {
 type ran struct {
 	name string
 	args []word
+	// assigns are NAME=value words a wrapper sets for its command (env NAME=value cmd).
+	assigns []word
+}
+
+// programChain returns every program on the way to the one a simple command runs: each
+// wrapper with its own arguments, then the program, so that a wrapper's options are seen
+// too (sudo ssh -o ProxyCommand=…).
+func programChain(w []word) []ran {
+	var steps []ran
+	for len(w) > 0 {
+		base := path.Base(w[0].text)
+		wr, ok := wrappers[base]
+		if w[0].dynamic || !ok {
+			return append(steps, ran{name: base, args: w[1:]})
+		}
+		next, done := wr.unwrap(base, w[1:])
+		step := ran{name: base, args: w[1:]}
+		if wr.assigns {
+			step.assigns = slices.DeleteFunc(slices.Clone(w[1:len(w)-len(next)]), func(a word) bool { return !assignment.MatchString(a.text) })
+		}
+		steps = append(steps, step)
+		if done != nil {
+			return append(steps, *done)
+		}
+		w = next
+	}
+	return steps
 }
 
 // unwrap returns the command a wrapper runs (next), or what to judge in its place.

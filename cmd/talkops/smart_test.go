@@ -28,6 +28,11 @@ func TestSmartClosesBypasses(t *testing.T) {
 		{"parallel hiding its command", "parallel ::: 'printenv > touched'", "cannot find reliably"},
 		{"ssh hiding its command", "ssh localhost 'printenv' > touched", "cannot find reliably"},
 		{"copied credential directory", "cp -r ~/.aws x && cat x/credentials > touched", "credentials"},
+		{"git pager in an option value", "git -c core.pager='printenv > touched' log", "environment"},
+		{"rsync remote shell in an option value", `rsync -e 'sh -c "printenv > touched"' a b:c`, "environment"},
+		{"sed e flag", "echo x | sed 's/.*/printenv > touched/e'", "shell command"},
+		{"python subprocess", `python3 -c 'import subprocess; subprocess.run("printenv > touched", shell=True)'`, "runs commands"},
+		{"home archived through cd", `cd ~ && tar czf "$OLDPWD/touched" .`, "credentials"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
