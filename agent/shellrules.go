@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The --smart policy's built-in checks, as tables of rules over what readShell found: rules
@@ -196,7 +197,9 @@ func psEnvironment(_ string, args []word) Decision {
 var psLongValue = []string{"format", "sort", "pid", "ppid", "user", "User", "group", "Group", "tty", "sid", "cols", "columns", "rows", "lines", "width", "quick-pid"}
 
 // jqEnv is jq's access to the environment: the env builtin and $ENV (yq adds strenv).
-var jqEnv = regexp.MustCompile(`(^|[^A-Za-z0-9_.$])(str)?env([^A-Za-z0-9_]|$)|\$ENV\b`)
+var jqEnv = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^A-Za-z0-9_.$])(str)?env([^A-Za-z0-9_]|$)|\$ENV\b`)
+})
 
 // jqEnvironment denies a jq program that reads the environment (jq -n env, jq -n '$ENV').
 func jqEnvironment(name string, args []word) Decision {
@@ -212,7 +215,7 @@ func jqEnvironment(name string, args []word) Decision {
 		case strings.HasPrefix(t, "-"):
 		default:
 			// The first operand is the program; the rest are files.
-			if jqEnv.MatchString(t) {
+			if jqEnv().MatchString(t) {
 				return deny("%s code that reads the environment (env, $ENV) is denied: it holds secrets", name)
 			}
 			return allow()
@@ -338,7 +341,7 @@ func interpreterCode(c *simpleCmd) Decision {
 		return deny("%s -c with generated code cannot be checked and is denied", name)
 	}
 	if !isShell(name) && name != "source" && name != "." {
-		if envAccess.MatchString(code.text) {
+		if envAccess().MatchString(code.text) {
 			return deny("%s code that reads the environment is denied: it holds secrets", name)
 		}
 		for _, f := range strings.FieldsFunc(code.text, func(r rune) bool { return strings.ContainsRune(" \t\n'\"(),;`", r) }) {
@@ -351,7 +354,9 @@ func interpreterCode(c *simpleCmd) Decision {
 }
 
 // envAccess is how common interpreters read their environment.
-var envAccess = regexp.MustCompile(`environ|getenv|\bENV\b|_ENV\b|process\.env|Deno\.env|System\.getenv|\$env:`)
+var envAccess = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`environ|getenv|\bENV\b|_ENV\b|process\.env|Deno\.env|System\.getenv|\$env:`)
+})
 
 // inlineCode returns the code an interpreter's arguments carry: the argument after every
 // code option, clusters included (perl -le, python3 -Ic). An option's value is not
@@ -522,7 +527,9 @@ func globMatch(pattern, name string) bool {
 }
 
 // disk devices a redirection must not write to.
-var diskDevice = regexp.MustCompile(`^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|dm-|md|loop|sr)`)
+var diskDevice = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|dm-|md|loop|sr)`)
+})
 
 // interpreters run code given on stdin or with -c.
 var interpreters = map[string]bool{
@@ -589,7 +596,7 @@ func checkScript(s *script) Decision {
 				return d
 			}
 		}
-		if diskDevice.MatchString(w.text) {
+		if diskDevice().MatchString(w.text) {
 			return deny("writing to the disk device %s is denied", w.text)
 		}
 	}
