@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/talkops/talkops/agent/tools"
 )
@@ -295,8 +296,12 @@ func (c *compiled) checkCommand(command string) Decision {
 }
 
 var (
-	secretBase = regexp.MustCompile(`^(\.env(\..+)?|id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials\.json)$`)
-	safeEnv    = regexp.MustCompile(`^\.env(\..+)?\.(example|sample|template|dist|defaults)$`)
+	secretBase = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(\.env(\..+)?|id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials\.json)$`)
+	})
+	safeEnv = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\.env(\..+)?\.(example|sample|template|dist|defaults)$`)
+	})
 )
 
 // credentialPaths are the credential files and directories of common tools, as they sit
@@ -333,7 +338,7 @@ func secretPath(p string) bool {
 	}
 	for _, part := range strings.Split(p, "=") { // --file=.env
 		base := path.Base(part)
-		if secretBase.MatchString(base) && !safeEnv.MatchString(base) {
+		if secretBase().MatchString(base) && !safeEnv().MatchString(base) {
 			return true
 		}
 		segs := pathSegments(part)

@@ -371,7 +371,7 @@ func gitCarried(args []word) (codes []word, denyReason string) {
 func envCarried(assigns []word) (codes []word, denyReason string) {
 	for _, a := range assigns {
 		envName, value, ok := strings.Cut(a.text, "=")
-		if !ok || !assignment.MatchString(a.text) {
+		if !ok || !assignment().MatchString(a.text) {
 			continue
 		}
 		if hiddenEnv[envName] || strings.HasPrefix(envName, "GIT_CONFIG_KEY_") {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The --smart policy's built-in checks, as tables of rules over what readShell found: rules
@@ -210,7 +211,9 @@ func psEnvironment(_ string, args []word) Decision {
 var psLongValue = []string{"format", "sort", "pid", "ppid", "user", "User", "group", "Group", "tty", "sid", "cols", "columns", "rows", "lines", "width", "quick-pid"}
 
 // jqEnv is jq's access to the environment: the env builtin and $ENV (yq adds strenv).
-var jqEnv = regexp.MustCompile(`(^|[^A-Za-z0-9_.$])(str)?env([^A-Za-z0-9_]|$)|\$ENV\b`)
+var jqEnv = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^A-Za-z0-9_.$])(str)?env([^A-Za-z0-9_]|$)|\$ENV\b`)
+})
 
 // jqEnvironment denies a jq program that reads the environment (jq -n env, jq -n '$ENV').
 func jqEnvironment(name string, args []word) Decision {
@@ -226,7 +229,7 @@ func jqEnvironment(name string, args []word) Decision {
 		case strings.HasPrefix(t, "-"):
 		default:
 			// The first operand is the program; the rest are files.
-			if jqEnv.MatchString(t) {
+			if jqEnv().MatchString(t) {
 				return deny("%s code that reads the environment (env, $ENV) is denied: it holds secrets", name)
 			}
 			return allow()
@@ -429,7 +432,7 @@ func interpreterCode(c *simpleCmd) Decision {
 		return deny("%s -c with generated code cannot be checked and is denied", name)
 	}
 	if !isShell(name) && name != "source" && name != "." {
-		if envAccess.MatchString(code.text) {
+		if envAccess().MatchString(code.text) {
 			return deny("%s code that reads the environment is denied: it holds secrets", name)
 		}
 		if re := commandRunners[language(name)]; re != nil {
@@ -456,7 +459,9 @@ func codeReadsSecret(code string) string {
 }
 
 // envAccess is how common interpreters read their environment.
-var envAccess = regexp.MustCompile(`environ|getenv|\bENV\b|_ENV\b|process\.env|Deno\.env|System\.getenv|\$env:`)
+var envAccess = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`environ|getenv|\bENV\b|_ENV\b|process\.env|Deno\.env|System\.getenv|\$env:`)
+})
 
 // commandRunners is how each interpreter's inline code runs a command, or code smart mode
 // cannot see (eval of a built string, a module named at run time), which could read the
@@ -890,7 +895,9 @@ func globMatch(pattern, name string) bool {
 }
 
 // disk devices a redirection must not write to.
-var diskDevice = regexp.MustCompile(`^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|dm-|md|loop|sr)`)
+var diskDevice = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|dm-|md|loop|sr)`)
+})
 
 // interpreters run code given on stdin or with -c.
 var interpreters = map[string]bool{
@@ -958,7 +965,7 @@ func checkScript(s *script) Decision {
 				return d
 			}
 		}
-		if diskDevice.MatchString(w.text) {
+		if diskDevice().MatchString(w.text) {
 			return deny("writing to the disk device %s is denied", w.text)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Wrappers are programs that run another command: sudo printenv, timeout 5 printenv,
@@ -107,7 +108,7 @@ var wrappers = map[string]wrapper{
 	"ssh":              {valueOpts: "BbcDEeFIiJLlmOopQRSWw", operands: 1, rest: runsHidden},
 }
 
-var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var assignment = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
 
 // program finds the program a simple command runs, behind the wrappers in the table. It
 // returns "" for a command that runs nothing. A wrapper that hides its command is returned
@@ -153,7 +154,7 @@ func programChain(w []word) []ran {
 		next, done := wr.unwrap(base, w[1:])
 		step := ran{name: base, args: w[1:]}
 		if wr.assigns {
-			step.assigns = slices.DeleteFunc(slices.Clone(w[1:len(w)-len(next)]), func(a word) bool { return !assignment.MatchString(a.text) })
+			step.assigns = slices.DeleteFunc(slices.Clone(w[1:len(w)-len(next)]), func(a word) bool { return !assignment().MatchString(a.text) })
 		}
 		steps = append(steps, step)
 		if done != nil {
@@ -184,7 +185,7 @@ func (wr wrapper) unwrap(name string, w []word) (next []word, done *ran) {
 			execMode = execMode || exec
 		}
 		if wr.assigns {
-			for i < len(w) && assignment.MatchString(w[i].text) {
+			for i < len(w) && assignment().MatchString(w[i].text) {
 				i++
 			}
 		}

@@ -8,6 +8,10 @@
 #            by default next to BINARY) returning 3,000,000 bytes, then the answer
 # Prints the peak RSS on stdout; the exit code is talkops's. The report goes to $REPORT_DIR
 # when set, else to a temporary directory removed afterwards.
+# BINARY runs from a copy: a file the Go linker has just written can sit in the page cache
+# as 2 MiB folios that the kernel maps whole, which added 5-12 MiB of the binary's pages to
+# the peak of a fresh build and nothing to a copied or downloaded one (BENCHMARKS.md, "Start-up
+# memory and time").
 set -eu
 
 if [ $# -ne 3 ]; then
@@ -21,6 +25,7 @@ fakemodel=${FAKEMODEL:-$bindir/fakemodel}
 mcpserver=${MCPSERVER:-$bindir/mcpserver}
 work=$(mktemp -d)
 report=${REPORT_DIR:-$work/report}
+cp "$binary" "$work/talkops"
 
 mcp_args=
 case $2 in
@@ -50,7 +55,7 @@ start_fakemodel "$fakemodel" "$work/script.json"
 rc=0
 # $mcp_args is empty or two words without spaces (the path comes from mktemp).
 # shellcheck disable=SC2086
-ANTHROPIC_API_KEY=sk-bench-fakemodel-key /usr/bin/time -o "$work/rss" -f %M "$binary" -p "run the tool" -y \
+ANTHROPIC_API_KEY=sk-bench-fakemodel-key /usr/bin/time -o "$work/rss" -f %M "$work/talkops" -p "run the tool" -y \
 	--sandbox local --model anthropic:claude-test --base-url "$fakemodel_url" $mcp_args \
 	--report-dir "$report" -q >/dev/null 2>&1 || rc=$?
 tail -n 1 "$work/rss"

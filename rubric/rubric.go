@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/talkops/talkops/internal/fileread"
+	"github.com/talkops/talkops/internal/safename"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/result"
 )
@@ -198,7 +199,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // flagName is what errors about inline text name as their "file".
 const flagName = "--rubric"
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// validID reports whether s follows idRule.
+func validID(s string) bool { return safename.Valid(s, 64) }
 
 const idRule = `1-64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit`
 
@@ -340,7 +342,7 @@ func nameFromFile(path string) string {
 	if len(name) > 64 {
 		name = name[:64]
 	}
-	if name == "" || !idPattern.MatchString(name) {
+	if name == "" || !validID(name) {
 		return "rubric"
 	}
 	return name

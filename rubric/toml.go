@@ -305,7 +305,7 @@ func (d *tomlDoc) decode(raw map[string]any) *Rubric {
 		d.valueErr("schema", "", "schema must be %q (or left out), got %q", SchemaVersion, s)
 	}
 	if s, ok := d.str(raw, "", "", "name"); ok {
-		if !idPattern.MatchString(s) {
+		if !validID(s) {
 			d.valueErr("name", "", "name %q is not valid: use %s", s, idRule)
 		}
 		r.Name = s
@@ -411,7 +411,7 @@ func (d *tomlDoc) id(t map[string]any, path, kind string, i int) string {
 		}
 		return ""
 	}
-	if !idPattern.MatchString(s) {
+	if !validID(s) {
 		d.valueErr(joinPath(path, "id"), where, "id %q is not valid: use %s", s, idRule)
 		return ""
 	}

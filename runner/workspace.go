@@ -5,11 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"slices"
 	"time"
 
 	"github.com/talkops/talkops/events"
+	"github.com/talkops/talkops/internal/safename"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/workspace"
 	"github.com/talkops/talkops/result"
@@ -101,9 +101,9 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// runIDPattern is what a caller's run id may be: it names a report directory and labels
-// the sandbox at every provider, so it stays a plain path element and label value.
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// maxRunID bounds a caller's run id: it names a report directory and labels the sandbox
+// at every provider, so it stays a plain path element and label value.
+const maxRunID = 64
 
 // RunID returns id when it is a valid run id (a usage error otherwise), or a new one when
 // id is empty.
@@ -113,7 +113,7 @@ func RunID(id string) (string, error) {
 		_, _ = rand.Read(b[:])
 		return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), nil
 	}
-	if !runIDPattern.MatchString(id) {
+	if !safename.Valid(id, maxRunID) {
 		return "", Usagef("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
 	return id, nil

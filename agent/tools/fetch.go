@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -251,27 +252,30 @@ func (t *fetchTool) Run(ctx context.Context, input json.RawMessage) (Result, err
 	return Result{Output: b.String(), IsError: resp.StatusCode >= 400}, nil
 }
 
-var (
-	reDropBlocks = regexp.MustCompile(`(?is)<(script|style|noscript|svg|template)\b.*?</(script|style|noscript|svg|template)\s*>|<!--.*?-->`)
-	reBreaks     = regexp.MustCompile(`(?i)<br\s*/?>|</(p|div|tr|h[1-6]|pre|section|article|header|footer|table|ul|ol|blockquote)\s*>`)
-	reItems      = regexp.MustCompile(`(?i)<li\b[^>]*>`)
-	reTags       = regexp.MustCompile(`(?s)<[^>]*>`)
-	reSpaces     = regexp.MustCompile(`[ \t\f\r\v]+`)
-	reBlankLines = regexp.MustCompile(`\n{3,}`)
-)
+// htmlRegexps are compiled on the first HTML page fetched, not at every start of the binary.
+var htmlRegexps = sync.OnceValue(func() (re struct{ dropBlocks, breaks, items, tags, spaces, blankLines *regexp.Regexp }) {
+	re.dropBlocks = regexp.MustCompile(`(?is)<(script|style|noscript|svg|template)\b.*?</(script|style|noscript|svg|template)\s*>|<!--.*?-->`)
+	re.breaks = regexp.MustCompile(`(?i)<br\s*/?>|</(p|div|tr|h[1-6]|pre|section|article|header|footer|table|ul|ol|blockquote)\s*>`)
+	re.items = regexp.MustCompile(`(?i)<li\b[^>]*>`)
+	re.tags = regexp.MustCompile(`(?s)<[^>]*>`)
+	re.spaces = regexp.MustCompile(`[ \t\f\r\v]+`)
+	re.blankLines = regexp.MustCompile(`\n{3,}`)
+	return re
+})
 
 // htmlToText reduces an HTML page to its readable text.
 func htmlToText(s string) string {
-	s = reDropBlocks.ReplaceAllString(s, " ")
-	s = reBreaks.ReplaceAllString(s, "\n")
-	s = reItems.ReplaceAllString(s, "\n- ")
-	s = reTags.ReplaceAllString(s, " ")
+	re := htmlRegexps()
+	s = re.dropBlocks.ReplaceAllString(s, " ")
+	s = re.breaks.ReplaceAllString(s, "\n")
+	s = re.items.ReplaceAllString(s, "\n- ")
+	s = re.tags.ReplaceAllString(s, " ")
 	s = html.UnescapeString(s)
-	s = reSpaces.ReplaceAllString(s, " ")
+	s = re.spaces.ReplaceAllString(s, " ")
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSpace(l)
 	}
 	s = strings.Join(lines, "\n")
-	return strings.TrimSpace(reBlankLines.ReplaceAllString(s, "\n\n"))
+	return strings.TrimSpace(re.blankLines.ReplaceAllString(s, "\n\n"))
 }

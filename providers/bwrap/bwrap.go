@@ -330,9 +330,9 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-var idRE = regexp.MustCompile(`^talkops-[a-z0-9-]{1,40}-[0-9a-f]{8}$`)
+var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^talkops-[a-z0-9-]{1,40}-[0-9a-f]{8}$`) })
 
-func validID(id string) bool { return idRE.MatchString(id) }
+func validID(id string) bool { return idRE().MatchString(id) }
 
 // newID makes a sandbox id from the run id: "talkops-<run>-<8 hex>".
 func newID(runID string) string {

@@ -36,12 +36,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/talkops/talkops/internal/safename"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/archive"
 )
@@ -104,8 +104,6 @@ func New(opts Options) *Provider {
 // Name returns "local".
 func (p *Provider) Name() string { return Name }
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-
 // Create returns a sandbox whose working directory is spec.WorkDir (absolute, or relative
 // to spec.ProjectDir) or else spec.ProjectDir. The id is "local-" and spec.RunID (or a
 // random one when the run id is not a safe name). With Options.StateDir the sandbox is
@@ -152,7 +150,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 		env[k] = v
 	}
 	id := spec.RunID
-	if !runIDPattern.MatchString(id) {
+	if !safename.Valid(id, 63) {
 		b := make([]byte, 6)
 		_, _ = rand.Read(b)
 		id = hex.EncodeToString(b)

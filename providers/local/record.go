@@ -12,13 +12,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/talkops/talkops/internal/safename"
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/state"
 )
@@ -68,7 +68,12 @@ type groupRecord struct {
 
 func groupFile(pgid int) string { return "pgid-" + strconv.Itoa(pgid) + ".json" }
 
-var idPattern = regexp.MustCompile(`^local-[A-Za-z0-9][A-Za-z0-9._-]{0,80}$`)
+// validID reports whether id is a sandbox id this provider gives out: "local-" and a plain
+// name of at most 81 characters.
+func validID(id string) bool {
+	name, ok := strings.CutPrefix(id, "local-")
+	return ok && safename.Valid(name, 81)
+}
 
 // claimDir creates the sandbox's record directory under stateDir, adding a random suffix
 // to id when another sandbox (in this or another process) already holds it. It returns
@@ -256,7 +261,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 		if err := ctx.Err(); err != nil {
 			return out, fmt.Errorf("local: list: %w", err)
 		}
-		if !e.IsDir() || !idPattern.MatchString(e.Name()) {
+		if !e.IsDir() || !validID(e.Name()) {
 			continue
 		}
 		dir := filepath.Join(p.opts.StateDir, e.Name())
@@ -301,7 +306,7 @@ func (p *Provider) List(ctx context.Context) ([]providers.Info, error) {
 // the record. A sandbox open in this process is closed instead. An unknown or already
 // deleted id is not an error.
 func (p *Provider) Delete(ctx context.Context, id string) error {
-	if !idPattern.MatchString(id) {
+	if !validID(id) {
 		return fmt.Errorf("local: delete %q: not a local sandbox id (want local-<run id>)", id)
 	}
 	p.mu.Lock()

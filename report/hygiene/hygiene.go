@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -20,18 +21,21 @@ const Redacted = "***"
 const minSecretLen = 4
 
 // tokenShapes match well-known credential formats, redacted even when nobody told us the
-// value (a token the agent printed from a file, say).
-var tokenShapes = regexp.MustCompile(strings.Join([]string{
-	`\bgithub_pat_[A-Za-z0-9_]{22,}`,
-	`\bgh[pousr]_[A-Za-z0-9]{30,}`,
-	`\bsk-ant-[A-Za-z0-9_-]{20,}`,
-	`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`,
-	`\b(?:AKIA|ASIA)[0-9A-Z]{16}`,
-	`\bxox[abposr]-[A-Za-z0-9-]{10,}`,
-	`\bglpat-[A-Za-z0-9_-]{20,}`,
-	`\bAIza[0-9A-Za-z_-]{35}`,
-	`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)`,
-}, "|"))
+// value (a token the agent printed from a file, say). They, like the other expressions
+// here, are compiled on first use, not at every start of the binary.
+var tokenShapes = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(strings.Join([]string{
+		`\bgithub_pat_[A-Za-z0-9_]{22,}`,
+		`\bgh[pousr]_[A-Za-z0-9]{30,}`,
+		`\bsk-ant-[A-Za-z0-9_-]{20,}`,
+		`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`,
+		`\b(?:AKIA|ASIA)[0-9A-Z]{16}`,
+		`\bxox[abposr]-[A-Za-z0-9-]{10,}`,
+		`\bglpat-[A-Za-z0-9_-]{20,}`,
+		`\bAIza[0-9A-Za-z_-]{35}`,
+		`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)`,
+	}, "|"))
+})
 
 // Redactor replaces known secret values and well-known token shapes with ***.
 // The zero value redacts token shapes only. A Redactor is safe for concurrent use.
@@ -79,7 +83,9 @@ func NewRedactor(secrets ...string) *Redactor {
 
 // urlCredentials matches the user:password part of a URL (postgres://app:pw@db/x,
 // https://x-access-token:TOKEN@github.com); a bare user (ssh://git@host) is kept.
-var urlCredentials = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@:'"<>]+:[^\s/?#@'"<>]+@`)
+var urlCredentials = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@:'"<>]+:[^\s/?#@'"<>]+@`)
+})
 
 // Redact returns s with every known secret, token shape and URL credential replaced
 // by ***.
@@ -88,12 +94,12 @@ func (r *Redactor) Redact(s string) string {
 		s = r.replacer.Replace(s)
 	}
 	if strings.Contains(s, "://") {
-		s = urlCredentials.ReplaceAllString(s, "${1}"+Redacted+"@")
+		s = urlCredentials().ReplaceAllString(s, "${1}"+Redacted+"@")
 	}
 	if !mayHoldToken(s) {
 		return s
 	}
-	return tokenShapes.ReplaceAllString(s, Redacted)
+	return tokenShapes().ReplaceAllString(s, Redacted)
 }
 
 // tokenPrefixes are literal prefixes of tokenShapes; text without any of them cannot
@@ -109,13 +115,15 @@ func mayHoldToken(s string) bool {
 	return false
 }
 
-var ansi = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+var ansi = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+})
 
 // StripANSI removes terminal escape sequences and other control characters except tab
 // and newline, and replaces invalid UTF-8.
 func StripANSI(s string) string {
 	if strings.IndexByte(s, 0x1b) >= 0 {
-		s = ansi.ReplaceAllString(s, "")
+		s = ansi().ReplaceAllString(s, "")
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.Map(func(r rune) rune {
@@ -136,7 +144,7 @@ func StripANSI(s string) string {
 const zwj = "\u200d"
 
 // A mention starts a word: "user@example.com" is not one and stays intact.
-var mention = regexp.MustCompile(`(^|[^A-Za-z0-9_.+\-])@([A-Za-z0-9])`)
+var mention = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[^A-Za-z0-9_.+\-])@([A-Za-z0-9])`) })
 
 // NeutralizeMentions breaks @user and @org/team mentions (and GitLab's @all) with a
 // zero-width joiner after the @.
@@ -144,13 +152,13 @@ func NeutralizeMentions(s string) string {
 	if strings.IndexByte(s, '@') < 0 {
 		return s
 	}
-	return mention.ReplaceAllString(s, "${1}@"+zwj+"${2}")
+	return mention().ReplaceAllString(s, "${1}@"+zwj+"${2}")
 }
 
 // MarkerPrefix starts every hidden marker talkops puts in a comment or note.
 const MarkerPrefix = "talkops:"
 
-var markers = regexp.MustCompile(`(?i)<!--[\s\S]*?(?:-->|\z)`)
+var markers = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)<!--[\s\S]*?(?:-->|\z)`) })
 
 // StripMarkers removes HTML comments (which hide text and carry our sticky-comment
 // markers) and breaks any remaining "<!--" so quoted text can neither hide content nor
@@ -159,7 +167,7 @@ func StripMarkers(s string) string {
 	if !strings.Contains(s, "<!--") && !strings.Contains(s, "-->") {
 		return s
 	}
-	s = markers.ReplaceAllString(s, "")
+	s = markers().ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, "<!--", "<"+zwj+"!--")
 	return strings.ReplaceAll(s, "-->", "--"+zwj+">")
 }
