@@ -435,7 +435,7 @@ func interpreterCode(c *simpleCmd) Decision {
 		if envAccess().MatchString(code.text) {
 			return deny("%s code that reads the environment is denied: it holds secrets", name)
 		}
-		if re := commandRunners[language(name)]; re != nil {
+		if re := commandRunners()[language(name)]; re != nil {
 			if m := re.FindString(code.text); m != "" {
 				return deny("%s code that runs commands or generated code (%q) cannot be checked and is denied; run the command in the shell instead", name, strings.TrimSpace(m))
 			}
@@ -465,16 +465,18 @@ var envAccess = sync.OnceValue(func() *regexp.Regexp {
 
 // commandRunners is how each interpreter's inline code runs a command, or code smart mode
 // cannot see (eval of a built string, a module named at run time), which could read the
-// environment of a child process.
-var commandRunners = map[string]*regexp.Regexp{
-	"python": regexp.MustCompile(`subprocess|\bos\.(system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork)\b|\bpty\.spawn|\bcommands\.|__import__|importlib|\bgetattr\s*\(|\b(exec|eval|compile)\s*\(`),
-	"perl":   regexp.MustCompile("\\b(system|exec|qx|fork|eval)\\b|\\bopen\\b[^;]*\\||`"),
-	"ruby":   regexp.MustCompile("\\b(system|exec|spawn|fork|eval|instance_eval|class_eval|send|__send__|public_send|syscall)\\b|IO\\.popen|Open3|%x|`"),
-	"node":   regexp.MustCompile(`child_process|\b(execSync|execFile|execFileSync|spawn|spawnSync|fork|eval|Function)\s*\(|\b(require|import)\s*\(\s*[^'"\s)]|process\.binding|Deno\.(run|Command)|Bun\.(spawn|\$)|\$` + "`"),
-	"php":    regexp.MustCompile("\\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|call_user_func\\w*)\\s*\\(|`"),
-	"lua":    regexp.MustCompile(`\bos\.execute|\bio\.popen|\bload(string)?\s*\(|\bdofile|\brequire\b`),
-	"pwsh":   regexp.MustCompile(`(?i)start-process|invoke-expression|\biex\b|invoke-command|invoke-item|\[system\.diagnostics|(^|[;\s(])&\s*\S`),
-}
+// environment of a child process. Compiled on first use, like the other policy patterns.
+var commandRunners = sync.OnceValue(func() map[string]*regexp.Regexp {
+	return map[string]*regexp.Regexp{
+		"python": regexp.MustCompile(`subprocess|\bos\.(system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork)\b|\bpty\.spawn|\bcommands\.|__import__|importlib|\bgetattr\s*\(|\b(exec|eval|compile)\s*\(`),
+		"perl":   regexp.MustCompile("\\b(system|exec|qx|fork|eval)\\b|\\bopen\\b[^;]*\\||`"),
+		"ruby":   regexp.MustCompile("\\b(system|exec|spawn|fork|eval|instance_eval|class_eval|send|__send__|public_send|syscall)\\b|IO\\.popen|Open3|%x|`"),
+		"node":   regexp.MustCompile(`child_process|\b(execSync|execFile|execFileSync|spawn|spawnSync|fork|eval|Function)\s*\(|\b(require|import)\s*\(\s*[^'"\s)]|process\.binding|Deno\.(run|Command)|Bun\.(spawn|\$)|\$` + "`"),
+		"php":    regexp.MustCompile("\\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|call_user_func\\w*)\\s*\\(|`"),
+		"lua":    regexp.MustCompile(`\bos\.execute|\bio\.popen|\bload(string)?\s*\(|\bdofile|\brequire\b`),
+		"pwsh":   regexp.MustCompile(`(?i)start-process|invoke-expression|\biex\b|invoke-command|invoke-item|\[system\.diagnostics|(^|[;\s(])&\s*\S`),
+	}
+})
 
 // language is the interpreter family commandRunners knows name by (python3.12 is python,
 // nodejs, deno and bun are node).
@@ -528,8 +530,8 @@ func awkCode(name string, args []word) Decision {
 		if strings.Contains(a.text, "ENVIRON") {
 			return deny("%s code that reads ENVIRON is denied: it holds secrets", name)
 		}
-		code := awkString.ReplaceAllString(a.text, `""`)
-		if m := awkRunner.FindString(code); m != "" {
+		code := awkString().ReplaceAllString(a.text, `""`)
+		if m := awkRunner().FindString(code); m != "" {
 			return deny("%s code that runs commands (%q) cannot be checked and is denied; run the command in the shell instead", name, strings.TrimSpace(m))
 		}
 		if f := codeReadsSecret(a.text); f != "" && strings.ContainsAny(a.text, " \t\n") {
@@ -566,10 +568,12 @@ func awkProgram(args []word) (word, bool) {
 
 var (
 	// awkString is an awk string literal, removed before looking for pipes.
-	awkString = regexp.MustCompile(`"(\\.|[^"\\])*"`)
+	awkString = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"(\\.|[^"\\])*"`) })
 	// awkRunner is how awk runs a command: system(), a pipe into getline or out of print
 	// (|, but not ||), gawk's coprocess |&, and @load of an extension.
-	awkRunner = regexp.MustCompile(`\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;{}\n]*?([^|]|^)\|([^|]|$)|@load`)
+	awkRunner = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;{}\n]*?([^|]|^)\|([^|]|$)|@load`)
+	})
 )
 
 // sedCode denies GNU sed scripts that run commands: the e command and the s command's e
