@@ -215,3 +215,89 @@ func TestRemoveTrashEntryStaysInside(t *testing.T) {
 		t.Errorf("the state directory is gone: %v", err)
 	}
 }
+
+// TestLinkTreeAcrossBatches: with more entries than the workers' batches hold, the tree
+// is exactly the kept entries (and the parents an Include-style entry needs), every
+// file a link to the project's own inode, whatever order the batches ran in; an entry
+// gone since the plan is skipped.
+func TestLinkTreeAcrossBatches(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	var kept []string
+	for d := range 40 {
+		dir := filepath.Join("d"+strconv.Itoa(d%7), "sub"+strconv.Itoa(d))
+		if d%7 == d {
+			kept = append(kept, filepath.Dir(dir))
+		}
+		kept = append(kept, dir)
+		if err := os.MkdirAll(filepath.Join(project, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f := range 40 {
+			rel := filepath.Join(dir, "f"+strconv.Itoa(f))
+			if err := os.WriteFile(filepath.Join(project, rel), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			kept = append(kept, rel)
+		}
+	}
+	// Below a directory the plan left out (not in kept), and a file gone since.
+	if err := os.MkdirAll(filepath.Join(project, "skipped/dist"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "skipped/dist/app.js"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "skipped/other.js"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kept = append(kept, "skipped/dist/app.js", "gone.txt")
+	if len(kept) < 4*linkBatch {
+		t.Fatalf("only %d entries: the test needs several batches", len(kept))
+	}
+	dst := filepath.Join(t.TempDir(), "lower")
+	if err := linkTree(t.Context(), project, dst, kept); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"skipped": true, "skipped/dist": true}
+	for _, rel := range kept {
+		if rel != "gone.txt" {
+			want[filepath.ToSlash(rel)] = true
+		}
+	}
+	got := map[string]bool{}
+	err := filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dst {
+			return err
+		}
+		rel, _ := filepath.Rel(dst, p)
+		got[filepath.ToSlash(rel)] = true
+		if d.IsDir() {
+			return nil
+		}
+		a, errA := os.Lstat(p)
+		b, errB := os.Lstat(filepath.Join(project, rel))
+		if errA != nil || errB != nil || !os.SameFile(a, b) {
+			t.Errorf("%s is not a link to the project's file (%v, %v)", rel, errA, errB)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel := range want {
+		if !got[rel] {
+			t.Errorf("%s is missing from the tree", rel)
+		}
+	}
+	for rel := range got {
+		if !want[rel] {
+			t.Errorf("%s is in the tree but not kept", rel)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := linkTree(ctx, project, filepath.Join(t.TempDir(), "lower"), kept); err == nil {
+		t.Error("linkTree on a cancelled context succeeded")
+	}
+}
