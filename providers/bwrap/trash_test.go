@@ -23,7 +23,7 @@ func nlink(t *testing.T, p string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return uint64(fi.Sys().(*syscall.Stat_t).Nlink)
+	return fi.Sys().(*syscall.Stat_t).Nlink
 }
 
 // trashEntries lists the names in base's trash.
