@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -294,100 +293,64 @@ func (s *Sandbox) LayerProject(ctx context.Context, project string, view provide
 // linkTree builds at dst the entries of project listed in kept: directories made,
 // files and symlinks hard-linked. An entry gone since the plan is skipped, as the copy
 // skips it.
-//
-// Two workers share the list in batches: each link rewrites the shared inode's link count
-// and ctime, and the file system takes two such updates at once faster than one after
-// the other (see BENCHMARKS.md). Order across batches is not kept, so a directory can be
-// reached after its entries: whoever comes first makes it, and the other takes EEXIST.
 func linkTree(ctx context.Context, project, dst string, kept []string) error {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return err
 	}
-	for _, rel := range kept {
+	// A kept directory comes before its entries, so its parent exists; only the parents
+	// of what an Include pattern kept inside a left-out directory need MkdirAll.
+	made := map[string]bool{dst: true}
+	mkdir := func(dir string) error {
+		if made[dir] {
+			return nil
+		}
+		made[dir] = true
+		err := os.Mkdir(dir, 0o755)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		return err
+	}
+	for i, rel := range kept {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		rel = path.Clean(rel)
 		if rel == "." || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
 			return fmt.Errorf("link %q: not a relative path inside the project", rel)
 		}
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	batches := make(chan []string)
-	var wg sync.WaitGroup
-	for range linkWorkers {
-		wg.Go(func() {
-			for batch := range batches {
-				for _, rel := range batch {
-					if err := linkEntry(project, dst, path.Clean(rel)); err != nil {
-						cancel(err)
-						return
-					}
-				}
-			}
-		})
-	}
-	for i := 0; i < len(kept) && ctx.Err() == nil; i += linkBatch {
-		select {
-		case batches <- kept[i:min(i+linkBatch, len(kept))]:
-		case <-ctx.Done():
-		}
-	}
-	close(batches)
-	wg.Wait()
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	return nil
-}
-
-// linkWorkers and linkBatch split linkTree's work: more workers than two gained nothing
-// measurable on two cores, and a batch is large enough that handing it over costs
-// nothing next to its syscalls.
-const (
-	linkWorkers = 2
-	linkBatch   = 256
-)
-
-// linkEntry makes the directory or link for one kept entry rel of project under dst.
-func linkEntry(project, dst, rel string) error {
-	src := filepath.Join(project, filepath.FromSlash(rel))
-	to := filepath.Join(dst, filepath.FromSlash(rel))
-	fi, err := os.Lstat(src)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() {
-		err := os.Mkdir(to, 0o755)
+		src := filepath.Join(project, filepath.FromSlash(rel))
+		to := filepath.Join(dst, filepath.FromSlash(rel))
+		fi, err := os.Lstat(src)
 		if errors.Is(err, fs.ErrNotExist) {
-			// Its parent is a directory the plan left out (an Include pattern reached
-			// inside), or one the other worker has not made yet.
-			err = os.MkdirAll(to, 0o755)
+			continue
 		}
-		if errors.Is(err, fs.ErrExist) {
-			return nil
+		if err != nil {
+			return err
 		}
-		return err
-	}
-	err = os.Link(src, to)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Either the file is gone since the plan or its directory is not made yet.
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		if fi.IsDir() {
+			if err := mkdir(to); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := mkdir(filepath.Dir(to)); err != nil {
 			return err
 		}
 		err = os.Link(src, to)
+		switch {
+		case err == nil, errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, syscall.EXDEV):
+			return fmt.Errorf("%w: the project is on another file system than the sandbox state directory, and hard links cannot cross it", providers.ErrNotSupported)
+		case errors.Is(err, syscall.EPERM):
+			return fmt.Errorf("%w: cannot hard-link %s (owned by another user, fs.protected_hardlinks): %w", providers.ErrNotSupported, rel, err)
+		default:
+			return err
+		}
 	}
-	switch {
-	case err == nil, errors.Is(err, fs.ErrNotExist):
-		return nil
-	case errors.Is(err, syscall.EXDEV):
-		return fmt.Errorf("%w: the project is on another file system than the sandbox state directory, and hard links cannot cross it", providers.ErrNotSupported)
-	case errors.Is(err, syscall.EPERM):
-		return fmt.Errorf("%w: cannot hard-link %s (owned by another user, fs.protected_hardlinks): %w", providers.ErrNotSupported, rel, err)
-	default:
-		return err
-	}
+	return nil
 }
 
 // checkLayerable refuses what an overlay cannot show faithfully: a workspace that is
