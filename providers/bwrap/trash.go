@@ -28,7 +28,8 @@ import (
 // there.
 
 // trashName is the trash directory under the state directory. It is not a sandbox id,
-// so List never reports it.
+// so List never reports it. It stays once made, so that a rename into it never races
+// with its removal.
 const trashName = ".trash"
 
 // removals are the trash entries this process is removing in the background.
@@ -57,10 +58,7 @@ func discard(base, dir string) (string, error) {
 	_ = os.Chmod(dir, 0o700)
 	entry := trashEntry(base)
 	if err := os.Rename(dir, entry); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil
-		}
-		return "", removeAll(dir)
+		return "", removeAll(dir) // nothing when dir is already gone
 	}
 	return entry, nil
 }
