@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,8 +34,12 @@ import (
 // with its removal.
 const trashName = ".trash"
 
-// removals are the trash entries this process is removing in the background.
-var removals sync.WaitGroup
+// removals are the background removals of this process, each closed when done. (A
+// WaitGroup would forbid a removal starting while another goroutine waits.)
+var removals = struct {
+	sync.Mutex
+	pending map[chan struct{}]bool
+}{pending: map[chan struct{}]bool{}}
 
 // trashDir is the trash directory of the state directory base.
 func trashDir(base string) string { return filepath.Join(base, trashName) }
@@ -64,10 +70,16 @@ func discard(base, dir string) (string, error) {
 }
 
 func removeInBackground(base, entry string) {
-	removals.Add(1)
+	done := make(chan struct{})
+	removals.Lock()
+	removals.pending[done] = true
+	removals.Unlock()
 	go func() {
-		defer removals.Done()
 		_ = removeTrashEntry(base, entry) // a failure leaves it for the next sweep
+		removals.Lock()
+		delete(removals.pending, done)
+		removals.Unlock()
+		close(done)
 	}()
 }
 
@@ -81,20 +93,23 @@ func removeTrashEntry(base, entry string) error {
 	return removeAll(entry)
 }
 
-// WaitRemovals waits at most d for the background removals this process started, and
-// reports whether they all finished. What is left stays in the trash, for the next Create
-// or `talkops sandbox gc`.
+// WaitRemovals waits at most d for the background removals this process had started,
+// and reports whether they all finished. What is left stays in the trash, for the next
+// Create or `talkops sandbox gc`.
 func WaitRemovals(d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { removals.Wait(); close(done) }()
+	removals.Lock()
+	pending := slices.Collect(maps.Keys(removals.pending))
+	removals.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
+	for _, done := range pending {
+		select {
+		case <-done:
+		case <-t.C:
+			return false
+		}
 	}
+	return true
 }
 
 // sweepTrash removes the trash entries of processes that are gone: a run killed before
