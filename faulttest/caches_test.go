@@ -106,7 +106,7 @@ run = 'cat %q/entry && echo poisoned > %q/entry && echo changed > README.md && e
 	if left := waitNoLeftovers(marker, root, 5*time.Second); len(left) > 0 {
 		t.Errorf("processes left behind: %v", left)
 	}
-	if ents, _ := os.ReadDir(filepath.Join(root, "state", "talkops", "bwrap")); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.IsDir() }) {
+	if ents, _ := os.ReadDir(filepath.Join(root, "state", "talkops", "bwrap")); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.IsDir() && e.Name() != ".trash" }) {
 		t.Errorf("sandbox directories left in the state dir: %v", ents)
 	}
 }

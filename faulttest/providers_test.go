@@ -149,7 +149,10 @@ func newTarget(t testing.TB, name, root, fakeFaults string) *target {
 			}
 			var ids []string
 			for _, e := range ents {
-				ids = append(ids, e.Name())
+				// The trash holds torn-down link trees, not sandboxes; it stays once made.
+				if e.Name() != ".trash" {
+					ids = append(ids, e.Name())
+				}
 			}
 			return ids
 		}

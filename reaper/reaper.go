@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -26,6 +27,12 @@ import (
 // binds one built from its provider map. Listers that implement io.Closer are closed
 // after use.
 type ListerFunc func(ctx context.Context, names, ledger []string) (map[string]providers.Lister, error)
+
+// Sweeper is a Lister that also leaves things that are not sandboxes behind (bwrap's
+// trash of torn-down workspace layers); gc calls Sweep after deleting sandboxes.
+type Sweeper interface {
+	Sweep(ctx context.Context) error
+}
 
 // Ledger is the local record of created sandboxes (providers/state on disk): one
 // state.Entry per sandbox a run created, and one pending state.Entry per create that has
@@ -424,7 +431,23 @@ func GCLedger(ctx context.Context, listers map[string]providers.Lister, ledger L
 		}
 		rep.Forgotten = append(rep.Forgotten, a)
 	}
+	if !dryRun {
+		errs = append(errs, sweep(ctx, listers))
+	}
 	return rep, errors.Join(errs...)
+}
+
+// sweep runs the listers' Sweep, in name order.
+func sweep(ctx context.Context, listers map[string]providers.Lister) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(listers)) {
+		if sw, ok := listers[name].(Sweeper); ok && ctx.Err() == nil {
+			if err := sw.Sweep(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // DecidePending says whether gc forgets a pending create, and why. Its sandboxes were

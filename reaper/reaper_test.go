@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -260,5 +261,35 @@ func TestPIDAliveZombie(t *testing.T) {
 	_ = cmd.Wait()
 	if !PIDAlive(os.Getpid()) {
 		t.Error("PIDAlive(self) = false")
+	}
+}
+
+// sweepingLister is a fakeLister that also keeps leftovers (a Sweeper).
+type sweepingLister struct {
+	fakeLister
+	sweeps   int
+	sweepErr error
+}
+
+func (s *sweepingLister) Sweep(ctx context.Context) error {
+	s.sweeps++
+	return s.sweepErr
+}
+
+// TestGCSweeps: gc runs each Sweeper once, reports its failure under the provider's
+// name, and a dry run sweeps nothing.
+func TestGCSweeps(t *testing.T) {
+	t.Parallel()
+	bwrap := &sweepingLister{}
+	listers := map[string]providers.Lister{"bwrap": bwrap, "docker": &fakeLister{}}
+	if _, err := GCLedger(t.Context(), listers, &memLedger{}, 0, true, testOpts); err != nil || bwrap.sweeps != 0 {
+		t.Fatalf("dry run: %v, %d sweeps; want none", err, bwrap.sweeps)
+	}
+	if _, err := GCLedger(t.Context(), listers, &memLedger{}, 0, false, testOpts); err != nil || bwrap.sweeps != 1 {
+		t.Fatalf("gc: %v, %d sweeps; want one", err, bwrap.sweeps)
+	}
+	bwrap.sweepErr = errors.New("trash unreadable")
+	if _, err := GCLedger(t.Context(), listers, &memLedger{}, 0, false, testOpts); err == nil || !strings.Contains(err.Error(), "bwrap: trash unreadable") {
+		t.Errorf("gc with a failing sweep: %v; want the provider's error", err)
 	}
 }

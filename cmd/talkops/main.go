@@ -8,12 +8,17 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/talkops/talkops/internal/exit"
 	"github.com/talkops/talkops/providers/builtin"
+	"github.com/talkops/talkops/providers/bwrap"
 	"github.com/talkops/talkops/providers/local"
 	"github.com/talkops/talkops/runner"
 )
+
+// removalsWait bounds the wait at exit for background removals (see bwrap.WaitRemovals).
+const removalsWait = 30 * time.Second
 
 func main() {
 	os.Exit(runProcess(builtin.Providers().With(testProviders(os.Getenv))))
@@ -47,6 +52,12 @@ func runProcess(registry builtin.Registry) int {
 	err = a.run(ctx, os.Args[1:])
 	if err != nil && !exit.IsReported(err) {
 		fmt.Fprintln(os.Stderr, "talkops:", err)
+	}
+	if ctx.Err() == nil {
+		// bwrap teardown leaves a layered workspace's link tree to remove in the
+		// background. After a signal it is left to the next sweep instead, so that the
+		// exit stays inside the cancel window.
+		bwrap.WaitRemovals(removalsWait)
 	}
 	return exit.Code(err)
 }

@@ -206,7 +206,7 @@ func TestLateProjectFilesStayOut(t *testing.T) {
 // TestLinkedFilesStayUnchanged: the lower layer shares the project's inodes, so every
 // way a command can change a file (data, mode, times, size, removal; metadata-only
 // changes are copied up alone when talkops runs as root) must leave the host's inode as
-// it was, and teardown drops the extra links.
+// it was, and teardown drops the extra links (in the background: see WaitRemovals).
 func TestLinkedFilesStayUnchanged(t *testing.T) {
 	t.Parallel()
 	root := trickyProject(t)
@@ -254,6 +254,9 @@ stat -c '%a' main.go`)
 	check("while the sandbox lives", 2)
 	if err := sb.Close(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+	if !WaitRemovals(time.Minute) { // teardown leaves the link tree to a background removal
+		t.Fatal("the link tree's removal did not finish within a minute")
 	}
 	check("after teardown", 1)
 	if b, _ := os.ReadFile(filepath.Join(root, "pkg/util/util.go")); string(b) != "package util\n" {

@@ -134,6 +134,9 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, fmt.Errorf("create bwrap sandbox: %w", err)
 	}
+	// Link trees a killed run left in the trash go now, beside this run rather than in
+	// its way. A failure leaves them for the next sweep.
+	_ = sweepTrash(ctx, base, true)
 	dir := filepath.Join(base, id)
 	s := &Sandbox{id: id, dir: dir, owned: true, opts: r, env: spec.Env}
 	if err := s.layout(); err != nil {

@@ -323,23 +323,26 @@ func linkTree(ctx context.Context, project, dst string, kept []string) error {
 		}
 		src := filepath.Join(project, filepath.FromSlash(rel))
 		to := filepath.Join(dst, filepath.FromSlash(rel))
-		fi, err := os.Lstat(src)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			if err := mkdir(to); err != nil {
-				return err
-			}
-			continue
-		}
 		if err := mkdir(filepath.Dir(to)); err != nil {
 			return err
 		}
-		err = os.Link(src, to)
+		// Linking first saves a stat per file; link refuses a directory (EPERM) and
+		// a file gone since the plan (ENOENT), and only those need the stat.
+		err := os.Link(src, to)
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, fs.ErrNotExist) {
+			fi, serr := os.Lstat(src)
+			switch {
+			case errors.Is(serr, fs.ErrNotExist):
+				continue
+			case serr != nil:
+				return serr
+			case fi.IsDir():
+				if err := mkdir(to); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		switch {
 		case err == nil, errors.Is(err, fs.ErrNotExist):
 		case errors.Is(err, syscall.EXDEV):

@@ -679,6 +679,18 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	if !s.owned {
 		return waitErr
 	}
+	// The link tree is as large as the project: it goes to the trash, to be removed
+	// after teardown (see trash.go), so that teardown costs what the run wrote.
+	lower := s.layerDirs("workspace").lower
+	if _, err := os.Lstat(lower); err == nil {
+		entry, err := discard(s.opts.baseDir(), lower)
+		if err != nil {
+			return errors.Join(waitErr, fmt.Errorf("close bwrap sandbox %s: %w", s.id, err))
+		}
+		if entry != "" {
+			removeInBackground(s.opts.baseDir(), entry)
+		}
+	}
 	if err := s.destroy(); err != nil {
 		return errors.Join(waitErr, fmt.Errorf("close bwrap sandbox %s: %w", s.id, err))
 	}
