@@ -491,16 +491,7 @@ func (a *analysis) addDecl(d *syntax.DeclClause) error {
 	a.out.cmds = append(a.out.cmds, sc)
 	// export GIT_SSH_COMMAND=… carries a command like a NAME=value prefix does.
 	reason, codes := carriedByAssignments(sc.args)
-	if reason != "" {
-		sc.hiddenCode = reason
-		return nil
-	}
-	for _, code := range codes {
-		if err := a.readCarried(sc, code); err != nil {
-			return err
-		}
-	}
-	return nil
+	return a.readAllCarried(sc, reason, codes)
 }
 
 // assignWord is NAME=value with the value expanded.
@@ -629,6 +620,12 @@ func (a *analysis) addCarried(sc *simpleCmd) error {
 		more, reason = carriedCommands(step.name, step.args, step.assigns)
 		codes = append(codes, more...)
 	}
+	return a.readAllCarried(sc, reason, codes)
+}
+
+// readAllCarried reads the command lines sc carries, or marks sc as hiding code when
+// reason says they cannot be read.
+func (a *analysis) readAllCarried(sc *simpleCmd, reason string, codes []word) error {
 	if reason != "" {
 		sc.hiddenCode = reason
 		return nil
