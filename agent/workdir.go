@@ -24,15 +24,24 @@ const unknownDir = string(mark) + "?"
 const unknownStart = string(mark) + "."
 
 // startDir is where the walk starts for commands that start in workDir (the sandbox's
-// working directory, "" when unknown). A start that is, or is in, a directory holding
-// credential files (/, /home, a home directory: daytona's /home/daytona, langsmith's
-// /root, a working_dir set to one) is kept as a rooted path, so that relative paths are
-// judged like ~/… ones; any other start is the project directory, "".
-func startDir(workDir string) string {
+// working directory, "" when unknown) with home the sandbox's home directory ("" when
+// unknown). A start in home becomes ~ or ~/…; a start that is, or is in, a directory
+// holding credential files by its path (/, /home, /root, /home/NAME: daytona's
+// /home/daytona, langsmith's /root) is kept as it is. Relative paths from either are
+// judged like ~/… ones. Any other start is the project directory, "".
+func startDir(workDir, home string) string {
 	if !strings.HasPrefix(workDir, "/") {
 		return unknownStart
 	}
 	p := path.Clean(workDir)
+	if h := path.Clean(home); strings.HasPrefix(h, "/") && h != "/" {
+		if p == h {
+			return "~"
+		}
+		if rest, ok := strings.CutPrefix(p, h+"/"); ok {
+			return "~/" + rest
+		}
+	}
 	if _, inAHome := inHome(p); inAHome || p == "/" || p == "/home" {
 		return p
 	}
