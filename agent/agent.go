@@ -212,6 +212,9 @@ func New(opts Options) (*Agent, error) {
 			opts.ModelName = s.String()
 		}
 	}
+	if policy.WorkDir == "" {
+		policy.WorkDir = opts.Sandbox.WorkDir() // where the execute tool runs commands
+	}
 	a := &Agent{opts: opts, policy: policy, seenFP: map[string]bool{}}
 	if p, ok := opts.Model.(model.Pricer); ok {
 		a.price, a.priced = p.Price()

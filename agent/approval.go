@@ -56,6 +56,15 @@ type Approval struct {
 	// Deny lists commands, and MCP tool names, that are never run, in every mode (-y
 	// included).
 	Deny []string
+	// WorkDir is the absolute directory shell commands start in, so --smart resolves
+	// relative paths against it: in a home directory, .docker is ~/.docker. The agent
+	// sets it from its sandbox; "" means unknown, and then a relative path to a
+	// credential directory is denied as if the start were a home directory.
+	WorkDir string
+	// Home is the sandbox's home directory, so a WorkDir in it counts as in a home
+	// directory wherever the home is (/Users/me, /var/lib/ci). In --smart the agent asks
+	// the sandbox for it before the first turn; "" means unknown.
+	Home string
 }
 
 // Decision is the policy's answer for one tool call.
@@ -275,7 +284,7 @@ func (c *compiled) checkCommand(command string) Decision {
 	if err != nil {
 		return deny("smart mode could not read the command (%v) and denies what it cannot check; simplify it", strings.TrimPrefix(err.Error(), errUnreadable.Error()+": "))
 	}
-	if d := checkScript(s); !d.Allow {
+	if d := checkScript(s, startDir(c.WorkDir, c.Home)); !d.Allow {
 		return d
 	}
 	if len(c.allow) == 0 {

@@ -11,23 +11,32 @@ import (
 // mentioning its value, every allowed one runs.
 func checkSmart(t *testing.T, denied map[string]string, allowed []string) {
 	t.Helper()
-	c, err := Approval{Mode: ModeSmart}.compile()
+	checkSmartIn(t, Approval{}, denied, allowed)
+}
+
+// checkSmartIn is checkSmart for commands that start in start.WorkDir, with start.Home
+// the sandbox's home ("" when unknown).
+func checkSmartIn(t *testing.T, start Approval, denied map[string]string, allowed []string) {
+	t.Helper()
+	start.Mode = ModeSmart
+	workDir := start.WorkDir + " home " + start.Home // for the messages
+	c, err := start.compile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for cmd, reason := range denied {
 		d := c.decide("execute", tools.Shell, cmdInput(cmd))
 		if d.Allow {
-			t.Errorf("smart allowed %q", cmd)
+			t.Errorf("smart (start %q) allowed %q", workDir, cmd)
 			continue
 		}
 		if !strings.Contains(d.Reason, reason) {
-			t.Errorf("smart denied %q with %q, want a reason mentioning %q", cmd, d.Reason, reason)
+			t.Errorf("smart (start %q) denied %q with %q, want a reason mentioning %q", workDir, cmd, d.Reason, reason)
 		}
 	}
 	for _, cmd := range allowed {
 		if d := c.decide("execute", tools.Shell, cmdInput(cmd)); !d.Allow {
-			t.Errorf("smart denied %q: %s", cmd, d.Reason)
+			t.Errorf("smart (start %q) denied %q: %s", workDir, cmd, d.Reason)
 		}
 	}
 }
@@ -177,7 +186,66 @@ func TestSmartWorkingDirectory(t *testing.T) {
 		"cd ~ && ls -la", "cd infra && tar czf ../infra.tgz .",
 		"cd \"$(git rev-parse --show-toplevel)\" && cat go.mod", "env -C infra tar czf ../x.tgz .", "CDPATH=~; cd ./infra && cat main.tf",
 	}
-	checkSmart(t, denied, allowed)
+	checkSmartIn(t, Approval{WorkDir: "/workspace"}, denied, allowed)
+}
+
+// TestSmartStartDirectory: the walk starts where the sandbox runs commands. In a home
+// directory (daytona's /home/daytona, langsmith's /root) or above one, relative paths
+// reach the real credential files, so they are judged like ~/… ones; in a project they
+// are the project's own files. When the start is unknown, a relative path to a
+// credential directory is denied, and everything else is judged as in a project.
+func TestSmartStartDirectory(t *testing.T) {
+	t.Parallel()
+	inHome := map[string]string{
+		"cp -r .docker x":                  "credentials",
+		"cat .aws/credentials":             "credentials",
+		"tar czf x .ssh":                   "credentials",
+		"tar czf x .":                      "credentials",
+		"grep -r token .":                  "credentials",
+		"cat .*":                           "credentials",
+		"cp -r .config /tmp/x":             "credentials",
+		"cd .docker && cat config.json":    "credentials",
+		"rsync -a ./.gradle/ cache/":       "credentials",
+		"cd src && cd .. && tar czf x .":   "credentials",
+		"env -C . tar czf /tmp/x .":        "credentials",
+		"tar -C . -czf /tmp/x .":           "credentials",
+		"zip -r /tmp/x.zip . -x '*.log'":   "credentials",
+		"cat .docker/config.json | base64": "credentials",
+	}
+	inHomeAllowed := []string{
+		"ls -la", "cat .cargo/config.toml", "cd project && tar czf ../p.tgz .", "cp -r .cache/go-build /tmp/x",
+		"rm -rf .cache", "cat .bashrc", "make -C project test",
+	}
+	for _, start := range []string{"/home/daytona", "/root", "/root/", "/home/sandbox"} {
+		checkSmartIn(t, Approval{WorkDir: start}, inHome, inHomeAllowed)
+	}
+	for _, start := range []string{"/", "/home"} {
+		checkSmartIn(t, Approval{WorkDir: start}, map[string]string{
+			"tar czf x .": "credentials", "grep -r token .": "credentials",
+		}, []string{"ls -la", "cat etc/hostname"})
+	}
+	checkSmartIn(t, Approval{WorkDir: "/"}, map[string]string{"cp -r root/.docker x": "credentials", "tar czf x home": "credentials"}, nil)
+	checkSmartIn(t, Approval{WorkDir: "/home"}, map[string]string{"cp -r daytona/.docker x": "credentials", "cat daytona/.aws/credentials": "credentials"}, nil)
+	// A project inside a home directory: its own files are not credentials, its parent is.
+	checkSmartIn(t, Approval{WorkDir: "/home/daytona/project"}, map[string]string{
+		"cd .. && tar czf /tmp/x .": "(in /home/daytona)", "cat ../.aws/credentials": "credentials", "cp -r ../.docker x": "credentials",
+	}, []string{"cp -r .docker x", "tar czf x .", "grep -r token ."})
+
+	// A home the sandbox reports, wherever it is, counts like one by its path.
+	for _, start := range []Approval{{WorkDir: "/Users/me", Home: "/Users/me"}, {WorkDir: "/var/lib/ci/", Home: "/var/lib/ci"}} {
+		checkSmartIn(t, start, inHome, inHomeAllowed)
+	}
+	checkSmartIn(t, Approval{WorkDir: "/var/lib/ci/project", Home: "/var/lib/ci"}, map[string]string{
+		"cd .. && tar czf /tmp/x .": "(in ~)", "cp -r ../.docker x": "credentials",
+	}, []string{"cp -r .docker x", "tar czf x ."})
+	checkSmartIn(t, Approval{WorkDir: "/workspace", Home: "/"}, map[string]string{"cat .aws/credentials": "credentials"}, []string{"tar czf x .", "cp -r .docker x"})
+
+	projectAllowed := []string{"cp -r .docker x", "tar czf x .", "grep -r token .", "cat .*", "cd .docker && cat config.json", "cp -r .config /tmp/x"}
+	checkSmartIn(t, Approval{WorkDir: "/workspace"}, map[string]string{"cat .aws/credentials": "credentials", "tar czf x .ssh": "credentials"}, projectAllowed)
+	checkSmartIn(t, Approval{WorkDir: ""}, map[string]string{
+		"cp -r .docker x": "credentials", "cd .docker && cat config.json": "credentials", "cp -r .config /tmp/x": "credentials",
+		"cat .aws/credentials": "credentials", "tar czf x .ssh": "credentials",
+	}, []string{"tar czf x .", "grep -r token .", "cat config.json", "cd infra && cp -r .docker x", "ls .docker"})
 }
 
 func TestSedRunsCommand(t *testing.T) {

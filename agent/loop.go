@@ -116,6 +116,14 @@ func (a *Agent) drive(ctx context.Context) (*Outcome, error) {
 	work, stop := a.workContext(ctx)
 	defer stop()
 	a.env.Progress = a.beat
+	if a.opts.Approval.Mode == ModeSmart && a.policy.Home == "" {
+		// --smart judges relative paths by whether commands start in the home directory.
+		home, err := a.env.Home(work)
+		if err != nil {
+			return a.fail(fmt.Errorf("agent: finding the sandbox's home directory: %w", err))
+		}
+		a.policy.Home = home
+	}
 	nudged := false
 	for {
 		if r := stopReason(ctx, work); r != "" {

@@ -947,8 +947,8 @@ func readsScriptFile(args []word) bool {
 }
 
 // checkScript applies the built-in rules to a command line --smart is asked to run.
-func checkScript(s *script) Decision {
-	placeCommands(s.cmds)
+func checkScript(s *script, start string) Decision {
+	placeCommands(s.cmds, start)
 	for _, r := range scriptRules {
 		if d := r(s); !d.Allow {
 			return d

@@ -17,11 +17,42 @@ import (
 // knows (cd "$DIR"). mark never occurs in a command smart mode reads.
 const unknownDir = string(mark) + "?"
 
+// unknownStart is the directory a command line starts in when the policy does not know
+// the sandbox's working directory. Paths are taken relative to the project, as in "",
+// except that a relative path to a directory that holds credential files (.docker)
+// counts, since the start may be a home directory.
+const unknownStart = string(mark) + "."
+
+// startDir is where the walk starts for commands that start in workDir (the sandbox's
+// working directory, "" when unknown) with home the sandbox's home directory ("" when
+// unknown). A start in home becomes ~ or ~/…; a start that is, or is in, a directory
+// holding credential files by its path (/, /home, /root, /home/NAME: daytona's
+// /home/daytona, langsmith's /root) is kept as it is. Relative paths from either are
+// judged like ~/… ones. Any other start is the project directory, "".
+func startDir(workDir, home string) string {
+	if !strings.HasPrefix(workDir, "/") {
+		return unknownStart
+	}
+	p := path.Clean(workDir)
+	if h := path.Clean(home); strings.HasPrefix(h, "/") && h != "/" {
+		if p == h {
+			return "~"
+		}
+		if rest, ok := strings.CutPrefix(p, h+"/"); ok {
+			return "~/" + rest
+		}
+	}
+	if _, inAHome := inHome(p); inAHome || p == "/" || p == "/home" {
+		return p
+	}
+	return ""
+}
+
 // placeCommands sets, on every word of every command, the directory the command runs in:
-// "" (the project directory, where the agent starts), a path relative to it, a rooted
-// path (/…, ~…, $HOME…), or unknownDir.
-func placeCommands(cmds []*simpleCmd) {
-	d := workDir{cdpath: slices.ContainsFunc(cmds, setsCDPATH)}
+// start (see startDir), a path relative to the project directory, a rooted path (/…, ~…,
+// $HOME…), or unknownDir.
+func placeCommands(cmds []*simpleCmd, start string) {
+	d := workDir{cwd: start, old: start, cdpath: slices.ContainsFunc(cmds, setsCDPATH)}
 	for _, c := range cmds {
 		for i := range c.args {
 			c.args[i].dir = d.cwd
@@ -162,6 +193,8 @@ func resolvePath(dir string, w word) (string, bool) {
 		return p, false
 	case rooted(dir):
 		return cleanRooted(dir + "/" + p), true
+	case dir == unknownStart:
+		dir = ""
 	}
 	j := path.Join(dir, p)
 	if j == ".." || strings.HasPrefix(j, "../") {
@@ -208,10 +241,11 @@ func holdsCredentialsAt(w word) bool {
 }
 
 // credentialDirAt reports whether w names a directory on the way to one of
-// credentialPaths in a home directory (not the home directory itself).
+// credentialPaths in a home directory (not the home directory itself), or, relative to a
+// start that may be one, is such a directory's name.
 func credentialDirAt(w word) bool {
 	p, known := resolvePath(w.dir, w)
-	if !known {
+	if !known || w.dir == unknownStart && !rooted(p) {
 		return holdsCredentialFile(p)
 	}
 	rest, ok := inHome(p)
@@ -249,7 +283,7 @@ func inHome(p string) (string, bool) {
 
 // where describes w for a message: with the directory a cd made it relative to.
 func (w word) where() string {
-	if w.dir == "" || rooted(w.text) {
+	if w.dir == "" || w.dir == unknownStart || rooted(w.text) {
 		return w.text
 	}
 	if w.dir == unknownDir {

@@ -139,21 +139,51 @@ func (e *Env) shellFor(ctx context.Context) (string, error) {
 	if e.Shell != "" {
 		return e.Shell, nil
 	}
+	if err := e.probe(ctx); err != nil {
+		return "", err
+	}
+	return e.shell, nil
+}
+
+// Home returns the home directory execute's commands see: ExecEnv's HOME, else the
+// sandbox's $HOME; "" when it is unset or not absolute. The sandbox is asked once, in the
+// probe that also finds the shell.
+func (e *Env) Home(ctx context.Context) (string, error) {
+	if h, ok := e.ExecEnv["HOME"]; ok {
+		return absoluteOrEmpty(h), nil
+	}
+	if err := e.probe(ctx); err != nil {
+		return "", err
+	}
+	return e.home, nil
+}
+
+// probe learns, in one command, whether the sandbox has bash and what its $HOME is.
+func (e *Env) probe(ctx context.Context) error {
 	e.shellMu.Lock()
 	defer e.shellMu.Unlock()
 	if e.shell != "" {
-		return e.shell, nil
+		return nil
 	}
 	res, err := e.Sandbox.Exec(ctx, providers.Cmd{
-		Argv:    []string{"/bin/sh", "-c", "command -v bash"},
+		Argv:    []string{"/bin/sh", "-c", `printf '%s\n' "$HOME"; command -v bash`},
 		Timeout: e.fileTimeout(),
 	})
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInfra, err)
+		return fmt.Errorf("%w: %w", ErrInfra, err)
 	}
+	home, bash, _ := strings.Cut(string(res.Stdout), "\n")
+	e.home = absoluteOrEmpty(home)
 	e.shell = "/bin/sh"
-	if p := strings.TrimSpace(string(res.Stdout)); res.ExitCode == 0 && strings.HasPrefix(p, "/") {
+	if p := strings.TrimSpace(bash); res.ExitCode == 0 && strings.HasPrefix(p, "/") {
 		e.shell = p
 	}
-	return e.shell, nil
+	return nil
+}
+
+func absoluteOrEmpty(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return ""
+	}
+	return p
 }

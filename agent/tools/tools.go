@@ -115,6 +115,7 @@ type Env struct {
 
 	shellMu sync.Mutex
 	shell   string
+	home    string // the sandbox's $HOME, learnt with shell
 
 	fetchOnce    sync.Once
 	defaultFetch *http.Client

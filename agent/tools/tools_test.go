@@ -558,3 +558,39 @@ func TestGrepLeavesOutWithheldFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvHome: Home is the HOME execute's commands see, from ExecEnv when it sets one,
+// else asked of the sandbox; a HOME that is not an absolute path is unknown.
+func TestEnvHome(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, hostHome string
+		execEnv        map[string]string
+		want           string
+	}{
+		{"the sandbox's", "/var/lib/ci", nil, "/var/lib/ci"},
+		{"ExecEnv's first", "/var/lib/ci", map[string]string{"HOME": "/home/agent"}, "/home/agent"},
+		{"relative is unknown", "relative/home", nil, ""},
+		{"unset is unknown", "", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			getenv := func(k string) string {
+				if k == "HOME" {
+					return tc.hostHome
+				}
+				return os.Getenv(k)
+			}
+			sb, err := local.New(local.Options{Getenv: getenv}).Create(t.Context(), providers.Spec{RunID: "tools-home", ProjectDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sb.Close(context.WithoutCancel(t.Context())) })
+			env := &tools.Env{Sandbox: sb, ExecEnv: tc.execEnv}
+			got, err := env.Home(t.Context())
+			if err != nil || got != tc.want {
+				t.Errorf("Home() = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}

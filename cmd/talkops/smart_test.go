@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,58 @@ func TestSmartClosesBypasses(t *testing.T) {
 				t.Fatalf("denials = %+v, want one mentioning %q", r.Agent.Denials, tc.reason)
 			}
 			if strings.Contains(out.String(), awsCanary) {
+				t.Errorf("the credentials reached talkops's output:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestSmartInHomeWorkDir runs --smart where commands start in the home directory, as
+// they do on daytona (/home/daytona) and langsmith (/root): here a local sandbox whose
+// working_dir is the user's HOME, a path that does not look like a home. Relative paths
+// then name the real credential files, so copying or archiving them is denied and not
+// run, while a plain command in the same run still runs.
+func TestSmartInHomeWorkDir(t *testing.T) {
+	t.Parallel()
+	const canary = "home-secret-CANARY-9313"
+	tests := []struct{ name, command string }{
+		{"docker directory copied", "cp -r .docker x && cat x/config.json > touched"},
+		{"ssh directory archived", "tar czf touched .ssh"},
+		{"home archived", "tar czf /dev/stdout . > touched"},
+		{"home searched", "grep -r CANARY . > touched"},
+		{"aws credentials read", "cat .aws/credentials > touched"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
+				{ToolCalls: []modeltest.ToolCall{toolCall("execute", jsonCommand(t, tc.command))}},
+				{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"touch ran"}`)}},
+				{Text: "Denied, stopping."},
+			}})
+			t.Cleanup(srv.Close)
+			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey})
+			home := env["HOME"]
+			writeFile(t, filepath.Join(home, ".docker", "config.json"), `{"auths":{"r":{"auth":"`+canary+`"}}}`)
+			writeFile(t, filepath.Join(home, ".ssh", "id_ed25519"), canary+"\n")
+			writeFile(t, filepath.Join(home, ".aws", "credentials"), "aws_secret_access_key = "+canary+"\n")
+			writeFile(t, filepath.Join(home, ".talkops", "config.toml"), fmt.Sprintf("[sandboxes.providers.local]\nworking_dir = %q\n", home))
+			dir := project(t, nil)
+			cmd, out := startTalkops(t, dir, env, "-p", "do the task", "--smart", "--sandbox", "local", "--model", "anthropic:claude-test", "--base-url", srv.URL)
+			if code := waitExit(t, cmd, 60*time.Second); code != 0 {
+				t.Fatalf("exit %d, want 0\n%s", code, out)
+			}
+			if _, err := os.Stat(filepath.Join(home, "touched")); err == nil {
+				t.Errorf("%q ran under --smart", tc.command)
+			}
+			if _, err := os.Stat(filepath.Join(home, "ran")); err != nil {
+				t.Errorf("the plain command after the denied one did not run in the home directory: %v", err)
+			}
+			r := readResult(t, dir)
+			if len(r.Agent.Denials) != 1 || !strings.Contains(r.Agent.Denials[0].Reason, "credentials") {
+				t.Fatalf("denials = %+v, want one about credentials", r.Agent.Denials)
+			}
+			if strings.Contains(out.String(), canary) {
 				t.Errorf("the credentials reached talkops's output:\n%s", out)
 			}
 		})
