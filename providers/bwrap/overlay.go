@@ -18,6 +18,7 @@ import (
 
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/cache"
+	"golang.org/x/sys/unix"
 )
 
 // Copy-on-write layers. bubblewrap 0.8 (Debian 12) has no overlay options, so the overlays
@@ -275,7 +276,7 @@ func (s *Sandbox) LayerProject(ctx context.Context, project string, view provide
 		err = linkTree(ctx, project, d.lower, view.Kept)
 	}
 	if err == nil {
-		err = matchDirAttrs(project, d.upper, d.lower)
+		err = matchDirAttrs(d.upper, project)
 	}
 	if err != nil {
 		// The copy the caller falls back to must find no half-built layer.
@@ -291,26 +292,23 @@ func (s *Sandbox) LayerProject(ctx context.Context, project string, view provide
 }
 
 // linkTree builds at dst the entries of project listed in kept: directories made,
-// files and symlinks hard-linked. An entry gone since the plan is skipped, as the copy
-// skips it.
+// files and symlinks hard-linked, and then every directory made given the project
+// directory's mode and modification time (see matchDirAttrs for why). An entry gone
+// since the plan is skipped, as the copy skips it.
+//
+// It works relative to open directories: kept lists a directory before its entries, so
+// each directory's pair (in the project, in the tree) is opened once and the kernel
+// resolves one name per link, not the whole path twice. The directories' attributes
+// come from the stat that link-first already made, so no second walk reads them.
 func linkTree(ctx context.Context, project, dst string, kept []string) error {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return err
 	}
-	// A kept directory comes before its entries, so its parent exists; only the parents
-	// of what an Include pattern kept inside a left-out directory need MkdirAll.
-	made := map[string]bool{dst: true}
-	mkdir := func(dir string) error {
-		if made[dir] {
-			return nil
-		}
-		made[dir] = true
-		err := os.Mkdir(dir, 0o755)
-		if errors.Is(err, fs.ErrNotExist) {
-			err = os.MkdirAll(dir, 0o755)
-		}
+	l, err := newLinker(project, dst)
+	if err != nil {
 		return err
 	}
+	defer l.closeAll()
 	for i, rel := range kept {
 		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -321,36 +319,198 @@ func linkTree(ctx context.Context, project, dst string, kept []string) error {
 		if rel == "." || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
 			return fmt.Errorf("link %q: not a relative path inside the project", rel)
 		}
-		src := filepath.Join(project, filepath.FromSlash(rel))
-		to := filepath.Join(dst, filepath.FromSlash(rel))
-		if err := mkdir(filepath.Dir(to)); err != nil {
+		if err := l.add(rel); err != nil {
 			return err
 		}
-		// Linking first saves a stat per file; link refuses a directory (EPERM) and
-		// a file gone since the plan (ENOENT), and only those need the stat.
-		err := os.Link(src, to)
-		if errors.Is(err, syscall.EPERM) || errors.Is(err, fs.ErrNotExist) {
-			fi, serr := os.Lstat(src)
+	}
+	l.closeAll()
+	return l.matchDirAttrs()
+}
+
+// linkDir is one directory open in both trees. src is -1 where the project's directory
+// is gone since the plan.
+type linkDir struct {
+	rel      string
+	src, dst int
+}
+
+// madeDir is a directory linkTree made and the project attributes it takes at the end.
+type madeDir struct {
+	rel   string
+	mode  uint32
+	mtime unix.Timespec
+}
+
+type linker struct {
+	dst string
+	// open is the chain of open directories from the root to the last entry's parent.
+	open []linkDir
+	made []madeDir
+}
+
+// dirFlags open a directory only as a place to resolve names in: no read permission
+// needed, and a symlink swapped in since the plan is not followed.
+const dirFlags = unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+
+func newLinker(project, dst string) (*linker, error) {
+	src, err := unix.Open(project, dirFlags, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: project, Err: err}
+	}
+	d, err := unix.Open(dst, dirFlags, 0)
+	if err != nil {
+		_ = unix.Close(src)
+		return nil, &fs.PathError{Op: "open", Path: dst, Err: err}
+	}
+	l := &linker{dst: dst, open: []linkDir{{rel: ".", src: src, dst: d}}}
+	var st unix.Stat_t
+	if err := unix.Fstat(src, &st); err != nil {
+		l.closeAll()
+		return nil, &fs.PathError{Op: "stat", Path: project, Err: err}
+	}
+	l.made = append(l.made, madeDir{rel: ".", mode: st.Mode, mtime: st.Mtim})
+	return l, nil
+}
+
+// add links or makes one entry.
+func (l *linker) add(rel string) error {
+	parent, name := path.Split(rel)
+	p, err := l.enter(path.Clean(parent))
+	if err != nil {
+		return err
+	}
+	if p.src < 0 {
+		return nil // its directory is gone
+	}
+	// Linking first saves a stat per file; link refuses a directory (EPERM) and a file
+	// gone since the plan (ENOENT), and only those need the stat.
+	err = unix.Linkat(p.src, name, p.dst, name, 0)
+	if err == unix.EPERM || err == unix.ENOENT {
+		var st unix.Stat_t
+		serr := unix.Fstatat(p.src, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		switch {
+		case serr == unix.ENOENT:
+			return nil
+		case serr != nil:
+			return &fs.PathError{Op: "lstat", Path: rel, Err: serr}
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			return l.mkdir(p.dst, rel, name, &st)
+		}
+	}
+	switch {
+	case err == nil, err == unix.ENOENT:
+		return nil
+	case err == unix.EXDEV:
+		return fmt.Errorf("%w: the project is on another file system than the sandbox state directory, and hard links cannot cross it", providers.ErrNotSupported)
+	case err == unix.EPERM:
+		return fmt.Errorf("%w: cannot hard-link %s (owned by another user, fs.protected_hardlinks): %w", providers.ErrNotSupported, rel, err)
+	default:
+		return &os.LinkError{Op: "link", Old: rel, New: filepath.Join(l.dst, rel), Err: err}
+	}
+}
+
+// mkdir makes name in the tree's directory dirFD and notes the project's attributes
+// for it. A directory already made (a parent made ahead of its own entry) is kept.
+func (l *linker) mkdir(dirFD int, rel, name string, st *unix.Stat_t) error {
+	err := unix.Mkdirat(dirFD, name, 0o755)
+	if err == unix.EEXIST {
+		return nil
+	}
+	if err != nil {
+		return &fs.PathError{Op: "mkdir", Path: filepath.Join(l.dst, rel), Err: err}
+	}
+	l.made = append(l.made, madeDir{rel: rel, mode: st.Mode, mtime: st.Mtim})
+	return nil
+}
+
+// enter makes the chain of open directories end at dir, closing those left and
+// opening (and, for the parents of what an Include pattern kept inside a left-out
+// directory, making) those entered.
+func (l *linker) enter(dir string) (linkDir, error) {
+	for {
+		top := l.open[len(l.open)-1]
+		if top.rel == dir {
+			return top, nil
+		}
+		if top.rel == "." || strings.HasPrefix(dir, top.rel+"/") {
+			break
+		}
+		l.pop()
+	}
+	top := l.open[len(l.open)-1]
+	rest := dir
+	if top.rel != "." {
+		rest = dir[len(top.rel)+1:]
+	}
+	for name := range strings.SplitSeq(rest, "/") {
+		rel := path.Join(top.rel, name)
+		next := linkDir{rel: rel, src: -1, dst: -1}
+		var st unix.Stat_t
+		if top.src >= 0 {
+			fd, err := unix.Openat(top.src, name, dirFlags, 0)
 			switch {
-			case errors.Is(serr, fs.ErrNotExist):
-				continue
-			case serr != nil:
-				return serr
-			case fi.IsDir():
-				if err := mkdir(to); err != nil {
-					return err
-				}
-				continue
+			case err == nil:
+				next.src = fd
+			case err != unix.ENOENT && err != unix.ENOTDIR && err != unix.ELOOP:
+				return top, &fs.PathError{Op: "open", Path: rel, Err: err}
 			}
 		}
-		switch {
-		case err == nil, errors.Is(err, fs.ErrNotExist):
-		case errors.Is(err, syscall.EXDEV):
-			return fmt.Errorf("%w: the project is on another file system than the sandbox state directory, and hard links cannot cross it", providers.ErrNotSupported)
-		case errors.Is(err, syscall.EPERM):
-			return fmt.Errorf("%w: cannot hard-link %s (owned by another user, fs.protected_hardlinks): %w", providers.ErrNotSupported, rel, err)
-		default:
-			return err
+		fd, err := unix.Openat(top.dst, name, dirFlags, 0)
+		if err == unix.ENOENT && next.src >= 0 {
+			if err = unix.Fstat(next.src, &st); err == nil {
+				err = l.mkdir(top.dst, rel, name, &st)
+			}
+			if err == nil {
+				fd, err = unix.Openat(top.dst, name, dirFlags, 0)
+			}
+		}
+		if err != nil && next.src < 0 {
+			// Gone from the project with all below it; nothing to make here.
+			err, fd = nil, -1
+		}
+		if err != nil {
+			if next.src >= 0 {
+				_ = unix.Close(next.src)
+			}
+			return top, &fs.PathError{Op: "open", Path: filepath.Join(l.dst, rel), Err: err}
+		}
+		next.dst = fd
+		l.open = append(l.open, next)
+		top = next
+	}
+	return top, nil
+}
+
+func (l *linker) pop() {
+	top := l.open[len(l.open)-1]
+	for _, fd := range []int{top.src, top.dst} {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}
+	l.open = l.open[:len(l.open)-1]
+}
+
+func (l *linker) closeAll() {
+	for len(l.open) > 0 {
+		l.pop()
+	}
+}
+
+// matchDirAttrs gives the directories made the project's mode and modification time,
+// deepest first, so that a project directory without search permission for its owner
+// does not lock the tree's own chmods out of the directories below it. The tree is
+// complete, so the times set now are final.
+func (l *linker) matchDirAttrs() error {
+	for i := len(l.made) - 1; i >= 0; i-- {
+		d := l.made[i]
+		p := filepath.Join(l.dst, d.rel)
+		if err := unix.Fchmodat(unix.AT_FDCWD, p, d.mode&(unix.S_IRWXU|unix.S_IRWXG|unix.S_IRWXO|unix.S_ISGID|unix.S_ISVTX), 0); err != nil {
+			return &fs.PathError{Op: "chmod", Path: p, Err: err}
+		}
+		times := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, d.mtime}
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, times, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &fs.PathError{Op: "chtimes", Path: p, Err: err}
 		}
 	}
 	return nil
@@ -388,39 +548,22 @@ func (s *Sandbox) checkLayerable(project string) error {
 	return nil
 }
 
-// matchDirAttrs gives the directories talkops created in the layers the project's own
+// matchDirAttrs gives a directory talkops created in a layer the project directory's own
 // mode and modification time. An overlay shows a directory with the attributes of its
 // topmost layer: without this the workspace root (the upper directory) and every
-// directory of the lower tree would show talkops's mode and the sandbox's creation time,
-// and Go's test cache, which hashes the mtime of the directories a test stats (a test
-// that changes back to the module root does), would miss every cached result of the
-// host's runs.
-func matchDirAttrs(project, upper, lower string) error {
-	match := func(layerDir, projectDir string) error {
-		fi, err := os.Lstat(projectDir)
-		if err != nil || !fi.IsDir() {
-			return err
-		}
-		if err := os.Chmod(layerDir, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil {
-			return err
-		}
-		return os.Chtimes(layerDir, time.Time{}, fi.ModTime())
-	}
-	if err := match(upper, project); err != nil {
+// directory of the lower tree (see linker.matchDirAttrs) would show talkops's mode and
+// the sandbox's creation time, and Go's test cache, which hashes the mtime of the
+// directories a test stats (a test that changes back to the module root does), would
+// miss every cached result of the host's runs.
+func matchDirAttrs(layerDir, projectDir string) error {
+	fi, err := os.Lstat(projectDir)
+	if err != nil || !fi.IsDir() {
 		return err
 	}
-	// The lower tree is complete, so setting its directories' times now is final. Only
-	// directories: a file there is the project's own inode.
-	return filepath.WalkDir(lower, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || !e.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(lower, p)
-		if err != nil {
-			return err
-		}
-		return match(p, filepath.Join(project, rel))
-	})
+	if err := os.Chmod(layerDir, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return err
+	}
+	return os.Chtimes(layerDir, time.Time{}, fi.ModTime())
 }
 
 // ensureHolder starts the namespace holder once.

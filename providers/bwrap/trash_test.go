@@ -218,8 +218,9 @@ func TestRemoveTrashEntryStaysInside(t *testing.T) {
 
 // TestLinkTreeIsTheKeptEntries: over a thousand-odd entries the tree is exactly the
 // kept entries (and the parents an Include-style entry needs), every file a link to the
-// project's own inode; an entry gone since the plan is skipped, and a cancelled context
-// stops the build.
+// project's own inode and every directory with its project directory's mode and mtime,
+// also one entered again after others and the Include-style parents; an entry or a
+// directory gone since the plan is skipped, and a cancelled context stops the build.
 func TestLinkTreeIsTheKeptEntries(t *testing.T) {
 	t.Parallel()
 	project := t.TempDir()
@@ -251,31 +252,58 @@ func TestLinkTreeIsTheKeptEntries(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(project, "skipped/other.js"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kept = append(kept, "skipped/dist/app.js", "gone.txt")
+	// A file listed after the walk left its directory, and a directory gone with its entry.
+	if err := os.WriteFile(filepath.Join(project, "d0/sub0/late.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kept = append(kept, "skipped/dist/app.js", "gone.txt", "d0/sub0/late.txt", "gonedir", "gonedir/x")
+	// Distinct modes and times, set last since linking nothing changes them.
+	modes := []os.FileMode{0o750, 0o700, 0o775, 0o755}
+	i := 0
+	err := filepath.WalkDir(project, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		i++
+		if err := os.Chmod(p, modes[i%len(modes)]); err != nil {
+			return err
+		}
+		mtime := time.Date(2020, 1, 2, 3, 4, 5, i*1000+7, time.UTC)
+		return os.Chtimes(p, mtime, mtime)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dst := filepath.Join(t.TempDir(), "lower")
 	if err := linkTree(t.Context(), project, dst, kept); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"skipped": true, "skipped/dist": true}
+	want := map[string]bool{".": true, "skipped": true, "skipped/dist": true}
 	for _, rel := range kept {
-		if rel != "gone.txt" {
+		if rel != "gone.txt" && rel != "gonedir" && rel != "gonedir/x" {
 			want[filepath.ToSlash(rel)] = true
 		}
 	}
 	got := map[string]bool{}
-	err := filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
-		if err != nil || p == dst {
+	err = filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(dst, p)
 		got[filepath.ToSlash(rel)] = true
-		if d.IsDir() {
-			return nil
-		}
 		a, errA := os.Lstat(p)
 		b, errB := os.Lstat(filepath.Join(project, rel))
-		if errA != nil || errB != nil || !os.SameFile(a, b) {
-			t.Errorf("%s is not a link to the project's file (%v, %v)", rel, errA, errB)
+		if errA != nil || errB != nil {
+			t.Fatalf("%s: %v, %v", rel, errA, errB)
+		}
+		if !d.IsDir() {
+			if !os.SameFile(a, b) {
+				t.Errorf("%s is not a link to the project's file", rel)
+			}
+			return nil
+		}
+		if os.SameFile(a, b) || a.Mode() != b.Mode() || !a.ModTime().Equal(b.ModTime()) {
+			t.Errorf("directory %s: %v %v in the tree, want a directory of its own with %v %v", rel, a.Mode(), a.ModTime(), b.Mode(), b.ModTime())
 		}
 		return nil
 	})
