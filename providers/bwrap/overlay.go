@@ -16,9 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/cache"
-	"golang.org/x/sys/unix"
 )
 
 // Copy-on-write layers. bubblewrap 0.8 (Debian 12) has no overlay options, so the overlays
@@ -385,11 +386,11 @@ func (l *linker) add(rel string) error {
 	// Linking first saves a stat per file; link refuses a directory (EPERM) and a file
 	// gone since the plan (ENOENT), and only those need the stat.
 	err = unix.Linkat(p.src, name, p.dst, name, 0)
-	if err == unix.EPERM || err == unix.ENOENT {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOENT) {
 		var st unix.Stat_t
 		serr := unix.Fstatat(p.src, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 		switch {
-		case serr == unix.ENOENT:
+		case errors.Is(serr, unix.ENOENT):
 			return nil
 		case serr != nil:
 			return &fs.PathError{Op: "lstat", Path: rel, Err: serr}
@@ -398,11 +399,11 @@ func (l *linker) add(rel string) error {
 		}
 	}
 	switch {
-	case err == nil, err == unix.ENOENT:
+	case err == nil || errors.Is(err, unix.ENOENT):
 		return nil
-	case err == unix.EXDEV:
+	case errors.Is(err, unix.EXDEV):
 		return fmt.Errorf("%w: the project is on another file system than the sandbox state directory, and hard links cannot cross it", providers.ErrNotSupported)
-	case err == unix.EPERM:
+	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("%w: cannot hard-link %s (owned by another user, fs.protected_hardlinks): %w", providers.ErrNotSupported, rel, err)
 	default:
 		return &os.LinkError{Op: "link", Old: rel, New: filepath.Join(l.dst, rel), Err: err}
@@ -413,7 +414,7 @@ func (l *linker) add(rel string) error {
 // for it. A directory already made (a parent made ahead of its own entry) is kept.
 func (l *linker) mkdir(dirFD int, rel, name string, st *unix.Stat_t) error {
 	err := unix.Mkdirat(dirFD, name, 0o755)
-	if err == unix.EEXIST {
+	if errors.Is(err, unix.EEXIST) {
 		return nil
 	}
 	if err != nil {
@@ -451,12 +452,12 @@ func (l *linker) enter(dir string) (linkDir, error) {
 			switch {
 			case err == nil:
 				next.src = fd
-			case err != unix.ENOENT && err != unix.ENOTDIR && err != unix.ELOOP:
+			case !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP):
 				return top, &fs.PathError{Op: "open", Path: rel, Err: err}
 			}
 		}
 		fd, err := unix.Openat(top.dst, name, dirFlags, 0)
-		if err == unix.ENOENT && next.src >= 0 {
+		if errors.Is(err, unix.ENOENT) && next.src >= 0 {
 			if err = unix.Fstat(next.src, &st); err == nil {
 				err = l.mkdir(top.dst, rel, name, &st)
 			}
