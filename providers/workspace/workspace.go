@@ -165,13 +165,19 @@ func leftOut(list []LeftOut) []result.LeftOut {
 	return out
 }
 
+// fullMtime lets the tar writer add a PAX record for an mtime's sub-second part, which
+// USTAR cannot hold (the writer rounds it to the second otherwise). Go's test cache keys
+// a result on the exact mtime of every file the test opened: rounded, the sandbox's copy
+// of a project looks changed and every test that reads a testdata file runs again.
+const fullMtime = tar.FormatPAX
+
 // progressEvery is the minimum interval between two Options.Progress calls.
 const progressEvery = 100 * time.Millisecond
 
 // Pack writes the project at root to w as a gzip-compressed tar (PAX where USTAR cannot
-// hold a name), as it walks. Entries are in lexical order per directory; names are
-// relative, slash-separated, directories end in "/". Modes keep the permission bits and
-// mtimes are rounded to the second; owners are not recorded. It returns what it sent and
+// hold a name or an mtime), as it walks. Entries are in lexical order per directory; names
+// are relative, slash-separated, directories end in "/". Modes keep the permission bits and
+// mtimes keep their nanoseconds; owners are not recorded. It returns what it sent and
 // left out; on error the Stats describe the part written so far. A cancelled ctx stops
 // the walk promptly with an error wrapping ctx.Err().
 func Pack(ctx context.Context, root string, opts Options, w io.Writer) (Stats, error) {
@@ -552,7 +558,8 @@ func (p *packer) send(ctx context.Context, rel string, segs []string, e fs.DirEn
 			Typeflag: tar.TypeDir,
 			Name:     rel + "/",
 			Mode:     int64(info.Mode().Perm()),
-			ModTime:  info.ModTime().Truncate(time.Second),
+			ModTime:  info.ModTime(),
+			Format:   fullMtime,
 		}); err != nil {
 			return err
 		}
@@ -601,7 +608,8 @@ func (p *packer) symlink(rel string, e fs.DirEntry) error {
 		Name:     rel,
 		Linkname: filepath.ToSlash(target),
 		Mode:     0o777,
-		ModTime:  info.ModTime().Truncate(time.Second),
+		ModTime:  info.ModTime(),
+		Format:   fullMtime,
 	}); err != nil {
 		return err
 	}
@@ -674,7 +682,8 @@ func (p *packer) file(ctx context.Context, rel string, e fs.DirEntry) error {
 		Name:     rel,
 		Size:     size,
 		Mode:     int64(fi.Mode().Perm()),
-		ModTime:  fi.ModTime().Truncate(time.Second),
+		ModTime:  fi.ModTime(),
+		Format:   fullMtime,
 	}); err != nil {
 		return err
 	}

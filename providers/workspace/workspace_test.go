@@ -393,7 +393,9 @@ func TestPackModesTimesRoundTrip(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"bin/tool": "#!/bin/sh\n", "bin/data": "d", "ro/file": "r"})
-	mtime := time.Date(2021, 3, 4, 5, 6, 7, 0, time.UTC)
+	// Sub-second mtimes survive (Go's test cache keys on them); whole seconds need no PAX record.
+	mtime := time.Date(2021, 3, 4, 5, 6, 7, 123456789, time.UTC)
+	wholeSecond := time.Date(2021, 3, 4, 5, 6, 8, 0, time.UTC)
 	for name, mode := range map[string]os.FileMode{"bin/tool": 0o755, "bin/data": 0o600, "ro": 0o750} {
 		p := filepath.Join(root, filepath.FromSlash(name))
 		if err := os.Chmod(p, mode); err != nil {
@@ -404,6 +406,9 @@ func TestPackModesTimesRoundTrip(t *testing.T) {
 		if err := os.Chtimes(filepath.Join(root, filepath.FromSlash(name)), mtime, mtime); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.Chtimes(filepath.Join(root, "bin", "data"), wholeSecond, wholeSecond); err != nil {
+		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	if _, err := Pack(t.Context(), root, Options{}, &buf); err != nil {
@@ -424,10 +429,13 @@ func TestPackModesTimesRoundTrip(t *testing.T) {
 			t.Errorf("entry %q records owner %q/%q %d/%d, want none", hdr.Name, hdr.Uname, hdr.Gname, hdr.Uid, hdr.Gid)
 		}
 		got[hdr.Name] = meta{hdr.Mode, hdr.ModTime.UTC()}
+		if hdr.ModTime.Nanosecond() == 0 && len(hdr.PAXRecords) != 0 {
+			t.Errorf("entry %q with a whole-second mtime has PAX records %v, want none", hdr.Name, hdr.PAXRecords)
+		}
 	}
 	want := map[string]meta{
 		"bin/":     {0o755, mtime},
-		"bin/data": {0o600, mtime},
+		"bin/data": {0o600, wholeSecond},
 		"bin/tool": {0o755, mtime},
 		"ro/":      {0o750, mtime},
 		"ro/file":  {0o644, mtime},
