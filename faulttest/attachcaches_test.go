@@ -1,15 +1,13 @@
 package faulttest
 
 import (
-	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/talkops/talkops/result"
 )
 
 // TestBwrapAttachKeepsCaches runs the real binary on bwrap with the go caches shared,
@@ -64,7 +62,7 @@ run = 'test -n "$GOMODCACHE" && test -n "$GOCACHE" && cat "$GOMODCACHE/mod.txt" 
 	}, 2*time.Minute); !ok {
 		t.Fatalf("the first run never reached its hold check\nstdout:\n%s\nstderr:\n%s", p.stdout, p.stderr)
 	}
-	r := reportResult(t, report)
+	r, _ := readReport(t, report, fmt.Sprintf("stderr:\n%s", p.stderr))
 	if r.Sandbox == nil || r.Sandbox.ID == "" || r.Sync == nil || len(r.Sync.Caches) == 0 {
 		t.Fatalf("first run: sandbox %+v, sync %+v; want a sandbox id and shared caches", r.Sandbox, r.Sync)
 	}
@@ -79,7 +77,7 @@ run = 'test -n "$GOMODCACHE" && test -n "$GOCACHE" && cat "$GOMODCACHE/mod.txt" 
 
 	report = filepath.Join(root, "report-attached")
 	code, _, stderr := runTalkops(t, dir, env, 2*time.Minute, "--sandbox", pBwrap, "--sandbox-id", id, "--rubric", "attached.toml", "--report-dir", report, "-q")
-	r = reportResult(t, report)
+	r, _ = readReport(t, report, fmt.Sprintf("exit %d\n%s", code, tail(stderr)))
 	if code != 0 {
 		t.Errorf("attached run: exit %d, want 0 (the caches are there)\n%s", code, tail(stderr))
 	}
@@ -94,17 +92,4 @@ run = 'test -n "$GOMODCACHE" && test -n "$GOCACHE" && cat "$GOMODCACHE/mod.txt" 
 			t.Errorf("%s, written in the sandbox, reached the host cache (%v)", name, err)
 		}
 	}
-}
-
-func reportResult(t *testing.T, reportDir string) *result.Result {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(reportDir, "result.json"))
-	if err != nil {
-		t.Fatalf("no result.json: %v", err)
-	}
-	var r result.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return &r
 }

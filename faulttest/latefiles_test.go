@@ -1,14 +1,12 @@
 package faulttest
 
 import (
-	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/talkops/talkops/result"
 )
 
 // TestBwrapLateProjectFilesStayOut runs the real binary on bwrap with a layered workspace
@@ -68,14 +66,7 @@ run = 'for f in .env late.txt late.log huge.bin newdir/late.go; do if test -e "$
 	if !ok {
 		t.Fatalf("talkops did not exit\nstderr:\n%s", p.stderr)
 	}
-	b, err := os.ReadFile(filepath.Join(reportDir, "result.json"))
-	if err != nil {
-		t.Fatalf("no result.json (exit %d): %v\n%s", code, err, tail(p.stderr.String()))
-	}
-	var r result.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, b := readReport(t, reportDir, fmt.Sprintf("exit %d\n%s", code, tail(p.stderr.String())))
 	if r.Sync == nil || r.Sync.Mode != "overlay" {
 		t.Fatalf("result: sync %+v, want a layered workspace", r.Sync)
 	}

@@ -1,7 +1,7 @@
 package faulttest
 
 import (
-	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,14 +81,7 @@ func TestBwrapTeardownLeavesNoLinkTree(t *testing.T) {
 	plant(strconv.Itoa(dead) + "-0000000c")
 	reportDir := filepath.Join(root, "report")
 	code, _, stderr := runTalkops(t, dir, env, 2*time.Minute, "--sandbox", pBwrap, "--rubric", "r.toml", "--report-dir", reportDir, "-q")
-	b, err := os.ReadFile(filepath.Join(reportDir, "result.json"))
-	if err != nil {
-		t.Fatalf("no result.json (exit %d): %v\n%s", code, err, tail(stderr))
-	}
-	var r result.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := readReport(t, reportDir, fmt.Sprintf("exit %d\n%s", code, tail(stderr)))
 	if code != 0 || r.Sync == nil || r.Sync.Mode != "overlay" {
 		t.Fatalf("exit %d, sync %+v; want 0 with a layered workspace\n%s", code, r.Sync, tail(stderr))
 	}

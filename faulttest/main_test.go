@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/talkops/talkops/result"
 )
 
 // markerVar tags every talkops process a test starts; leftovers() finds processes that
@@ -324,6 +326,22 @@ func (p *proc) runID() string {
 	}
 	_ = json.Unmarshal(e.Data, &d)
 	return d.RunID
+}
+
+// readReport reads the result.json a run wrote to reportDir and checks it against the
+// schema, as every reader of the record does; a missing or invalid one fails the test,
+// with why (the exit code and stderr, say) after the error.
+func readReport(t testing.TB, reportDir, why string) (*result.Result, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(reportDir, "result.json"))
+	if err != nil {
+		t.Fatalf("no result.json: %v\n%s", err, why)
+	}
+	r, err := result.Decode(b)
+	if err != nil {
+		t.Fatalf("result.json: %v\n%s", err, why)
+	}
+	return r, b
 }
 
 // runTalkops runs talkops to completion (bounded) and returns its exit code and output.
