@@ -357,7 +357,6 @@ func runRow(t *testing.T, r row) *outcome {
 	}
 	tg := newTarget(t, r.provider, root, fakeFaults)
 
-	dir := filepath.Join(root, "project")
 	files := map[string]string{
 		"README.md": "# matrix\n",
 		"r.toml":    rubricFor(r, marker),
@@ -370,19 +369,7 @@ func runRow(t *testing.T, r row) *outcome {
 	case r.stage == sSetup:
 		files["setup.sh"] = "echo setting up\n" + loopCmd(marker) + "\n"
 	}
-	for k, v := range tg.files {
-		files[k] = v
-	}
-	writeFiles(t, dir, files)
-	for _, d := range []string{filepath.Join(dir, ".git"), filepath.Join(root, "home"), filepath.Join(root, "tmp")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := hermeticEnv(root, marker)
-	for k, v := range tg.env {
-		env[k] = v
-	}
+	dir, env := tg.project(t, root, marker, files)
 	reportDir := filepath.Join(root, "report")
 	timeout := "60s"
 	if r.fault == fHang {
@@ -604,6 +591,28 @@ func runRow(t *testing.T, r row) *outcome {
 		}
 	}
 	return o
+}
+
+// project writes files, with the target's own files over them, as the project under
+// root with its .git, makes the user's home and tmp under root, and returns the project
+// directory and a hermetic environment holding the target's variables.
+func (tg *target) project(t testing.TB, root, marker string, files map[string]string) (dir string, env map[string]string) {
+	t.Helper()
+	dir = filepath.Join(root, "project")
+	for k, v := range tg.files {
+		files[k] = v
+	}
+	writeFiles(t, dir, files)
+	for _, d := range []string{filepath.Join(dir, ".git"), filepath.Join(root, "home"), filepath.Join(root, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env = hermeticEnv(root, marker)
+	for k, v := range tg.env {
+		env[k] = v
+	}
+	return dir, env
 }
 
 // hangTimeout is the --timeout of rows whose provider call never answers.

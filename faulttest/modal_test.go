@@ -178,24 +178,11 @@ func startModalCreateHeld(t *testing.T) modalCreateHeld {
 	marker := newMarker()
 	tg := newTarget(t, pModal, root, "")
 	srv := tg.grpc.srv
-	dir := filepath.Join(root, "project")
 	files := map[string]string{
 		"README.md": "# cut short\n",
 		"r.toml":    "name = \"cut\"\n[[check]]\nid = \"c1\"\nrun = \"true\"\n",
 	}
-	for k, v := range tg.files {
-		files[k] = v
-	}
-	writeFiles(t, dir, files)
-	for _, d := range []string{filepath.Join(dir, ".git"), filepath.Join(root, "home"), filepath.Join(root, "tmp")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := hermeticEnv(root, marker)
-	for k, v := range tg.env {
-		env[k] = v
-	}
+	dir, env := tg.project(t, root, marker, files)
 	held := srv.Faults.HoldAfterAct("SandboxCreate")
 	t.Cleanup(held.Release)
 	p := startTalkops(t, dir, env, "--sandbox", pModal, "--rubric", "r.toml", "--output-format", "stream-json",

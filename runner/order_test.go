@@ -15,6 +15,10 @@ import (
 // Call sequences shared by the cases below.
 var (
 	setupCalls = []string{"sandbox.Upload", "sandbox.Exec sh", "sandbox.Exec rm"}
+	// A run's own sandbox: created between a pending and a recorded ledger entry, synced, set up.
+	provisionCalls = seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls)
+	// Teardown of a run's own sandbox and the publish after it.
+	teardownCalls = []string{"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"}
 	// A provisioned clean room: a new sandbox, recorded, synced, set up, the change set applied.
 	cleanRoomCalls = seq("ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls, "workspace.Apply")
 )
@@ -69,9 +73,9 @@ func TestStageOrder(t *testing.T) {
 	}{{
 		name:  "every part",
 		parts: everything(),
-		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq(provisionCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate",
-			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
+			teardownCalls),
 		stages:   "provision:ok sync:ok setup:ok agent:ok rubric:ok teardown:ok publish:ok",
 		exit:     runner.ExitPass,
 		teardown: "deleted",
@@ -85,8 +89,8 @@ func TestStageOrder(t *testing.T) {
 	}, {
 		name:  "no rubric",
 		parts: noRubric,
-		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
-			"agent.New", "agent.Run", "agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
+		calls: seq(provisionCalls,
+			"agent.New", "agent.Run", teardownCalls),
 		stages:   "provision:ok sync:ok setup:ok agent:ok rubric:skipped teardown:ok publish:ok",
 		exit:     runner.ExitPass,
 		teardown: "deleted",
@@ -110,10 +114,10 @@ func TestStageOrder(t *testing.T) {
 	}, {
 		name:  "revision loop until satisfied",
 		parts: loop,
-		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq(provisionCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate",
 			"agent.Revise", "rubric.Evaluate", "agent.Revise", "rubric.Evaluate",
-			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
+			teardownCalls),
 		stages: "provision:ok sync:ok setup:ok agent:ok rubric:ok agent:ok rubric:ok agent:ok rubric:ok " +
 			"teardown:ok publish:ok",
 		exit:     runner.ExitPass,
@@ -121,9 +125,9 @@ func TestStageOrder(t *testing.T) {
 	}, {
 		name:  "revision loop stops at max iterations",
 		parts: limit,
-		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq(provisionCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate", "agent.Revise", "rubric.Evaluate",
-			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
+			teardownCalls),
 		stages:   "provision:ok sync:ok setup:ok agent:ok rubric:ok agent:ok rubric:ok teardown:ok publish:ok",
 		exit:     runner.ExitFail,
 		teardown: "deleted",
@@ -131,18 +135,18 @@ func TestStageOrder(t *testing.T) {
 		// An agent out of budget is not asked to revise; its work is scored once.
 		name:  "partial agent is not revised",
 		parts: partial,
-		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq(provisionCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate",
-			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
+			teardownCalls),
 		stages:   "provision:ok sync:ok setup:ok agent:partial rubric:partial teardown:ok publish:ok",
 		exit:     runner.ExitBudget,
 		teardown: "deleted",
 	}, {
 		name:  "a revision out of budget ends the loop",
 		parts: revisedPartial,
-		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq(provisionCalls,
 			"agent.New", "agent.Run", "rubric.Describe", "rubric.Evaluate", "agent.Revise", "rubric.Evaluate",
-			"agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
+			teardownCalls),
 		stages:   "provision:ok sync:ok setup:ok agent:ok rubric:ok agent:partial rubric:partial teardown:ok publish:ok",
 		exit:     runner.ExitBudget,
 		teardown: "deleted",
@@ -151,12 +155,12 @@ func TestStageOrder(t *testing.T) {
 		// agent's next pass; the workspace record is removed before the sandbox goes.
 		name:  "clean rooms",
 		parts: clean,
-		calls: seq("publisher.Begin", "ledger.Pending", "provider.Create", "ledger.Record", "sync", setupCalls,
+		calls: seq(provisionCalls,
 			"workspace.Baseline", "agent.New", "agent.Run", "workspace.Changes", "rubric.Describe",
 			cleanRoomCalls, "rubric.Evaluate", "sandbox.Close", "ledger.Forget",
 			"agent.Revise", "workspace.Changes",
 			cleanRoomCalls, "rubric.Evaluate", "sandbox.Close", "ledger.Forget",
-			"workspace.Close", "agent.Close", "sandbox.Close", "ledger.Forget", "publisher.Finish"),
+			"workspace.Close", teardownCalls),
 		stages: "provision:ok sync:ok setup:ok baseline:ok agent:ok changes:ok verify:ok rubric:ok " +
 			"agent:ok changes:ok verify:ok rubric:ok teardown:ok publish:ok",
 		exit:     runner.ExitPass,

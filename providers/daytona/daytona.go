@@ -125,8 +125,13 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
 		return nil, err
 	}
-	if opts.CPU < 0 || opts.MemoryGB < 0 || opts.DiskGB < 0 || opts.AutoStopMinutes < 0 {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"cpu / memory_gb / disk_gb / auto_stop_minutes"}, Problem: "must not be negative"}
+	if err := errors.Join(
+		httpapi.CheckNotNegative(Name, "cpu", opts.CPU),
+		httpapi.CheckNotNegative(Name, "memory_gb", opts.MemoryGB),
+		httpapi.CheckNotNegative(Name, "disk_gb", opts.DiskGB),
+		httpapi.CheckNotNegative(Name, "auto_stop_minutes", opts.AutoStopMinutes),
+	); err != nil {
+		return nil, err
 	}
 	if err := httpapi.CheckNotNegative(Name, "ready_timeout", opts.ReadyTimeout); err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/talkops/talkops/providers"
 )
@@ -74,11 +73,11 @@ func (o RemoteOptions) NewClient(provider, baseURL string, header http.Header, d
 	return &Client{Provider: provider, BaseURL: baseURL, HTTP: o.HTTPClient, Header: header, Retry: o.Retry, DecodeError: decodeError, Stats: o.Stats}
 }
 
-// CheckNotNegative returns a *ConfigError naming provider and setting when d is
-// negative; 0 is the provider's default.
-func CheckNotNegative(provider, setting string, d time.Duration) error {
-	if d < 0 {
-		return &ConfigError{Provider: provider, Vars: []string{setting}, Problem: fmt.Sprintf("is %s: must not be negative", d), Hint: "leave it out for the default"}
+// CheckNotNegative returns a *ConfigError naming provider, setting and its value when v
+// is negative; 0 is the provider's default.
+func CheckNotNegative[T ~int | ~int64](provider, setting string, v T) error {
+	if v < 0 {
+		return &ConfigError{Provider: provider, Vars: []string{setting}, Problem: fmt.Sprintf("is %v: must not be negative", v), Hint: "leave it out for the default"}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/talkops/talkops/providers"
 	"github.com/talkops/talkops/providers/httpapi"
@@ -51,5 +52,26 @@ func TestEnv(t *testing.T) {
 	}
 	if v := httpapi.Env(func(string) string { return "x" })("K"); v != "x" {
 		t.Errorf("Env(f) = %q, want f's value", v)
+	}
+}
+
+// A negative setting is named with its value, a duration as the user wrote it; 0 (the
+// default) and positive values pass.
+func TestCheckNotNegative(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{httpapi.CheckNotNegative("daytona", "memory_gb", -1), "daytona: memory_gb is -1: must not be negative (leave it out for the default)"},
+		{httpapi.CheckNotNegative("langsmith", "disk_bytes", int64(-5)), "langsmith: disk_bytes is -5: must not be negative (leave it out for the default)"},
+		{httpapi.CheckNotNegative("modal", "ready_timeout", -time.Second), "modal: ready_timeout is -1s: must not be negative (leave it out for the default)"},
+	} {
+		if !errors.Is(tc.err, providers.ErrConfig) || tc.err.Error() != tc.want {
+			t.Errorf("err = %v, want a config error %q", tc.err, tc.want)
+		}
+	}
+	if err := errors.Join(httpapi.CheckNotNegative("p", "a", 0), httpapi.CheckNotNegative("p", "b", time.Minute)); err != nil {
+		t.Errorf("0 and a positive value: %v, want nil", err)
 	}
 }

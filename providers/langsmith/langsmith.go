@@ -120,8 +120,14 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
 		return nil, err
 	}
-	if opts.VCPUs < 0 || opts.MemBytes < 0 || opts.DiskBytes < 0 || opts.SnapshotDiskBytes < 0 || opts.CommandLimit < 0 {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / memory_bytes / disk_bytes / command_limit"}, Problem: "must not be negative"}
+	if err := errors.Join(
+		httpapi.CheckNotNegative(Name, "vcpus", opts.VCPUs),
+		httpapi.CheckNotNegative(Name, "memory_bytes", opts.MemBytes),
+		httpapi.CheckNotNegative(Name, "disk_bytes", opts.DiskBytes),
+		httpapi.CheckNotNegative(Name, "snapshot disk bytes", opts.SnapshotDiskBytes), // set by code, not the table
+		httpapi.CheckNotNegative(Name, "command_limit", opts.CommandLimit),
+	); err != nil {
+		return nil, err
 	}
 	if opts.SnapshotDiskBytes == 0 {
 		opts.SnapshotDiskBytes = defaultSnapshotBytes

@@ -119,8 +119,11 @@ func New(opts Options, getenv func(string) string) (*Provider, error) {
 	if err := opts.Resolve(Name, DefaultWorkingDir); err != nil {
 		return nil, err
 	}
-	if opts.VCPUs < 0 || opts.Timeout < 0 {
-		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"vcpus / timeout"}, Problem: "must not be negative"}
+	if err := errors.Join(
+		httpapi.CheckNotNegative(Name, "vcpus", opts.VCPUs),
+		httpapi.CheckNotNegative(Name, "timeout", opts.Timeout),
+	); err != nil {
+		return nil, err
 	}
 	if opts.Runtime != "" && opts.Image != "" {
 		return nil, &httpapi.ConfigError{Provider: Name, Vars: []string{"runtime", "image"}, Problem: "are both set", Hint: "a sandbox runs either a runtime or an image"}
