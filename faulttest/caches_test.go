@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -64,18 +63,11 @@ run = 'cat %q/entry && echo poisoned > %q/entry && echo changed > README.md && e
 		t.Helper()
 		args := []string{"--sandbox", "bwrap", "--rubric", rubricFile, "--report-dir", reportDir, "-q"}
 		code, _, stderr := runTalkops(t, dir, env, 2*time.Minute, args...)
-		b, err := os.ReadFile(filepath.Join(reportDir, "result.json"))
-		if err != nil {
-			t.Fatalf("no result.json (exit %d): %v\n%s", code, err, tail(stderr))
-		}
-		var r result.Result
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
+		r, b := reportResult(t, reportDir, stderr)
 		if code != 0 {
 			t.Errorf("talkops %v: exit %d, want 0 (every check passes)\n%s\n%s", args, code, b, tail(stderr))
 		}
-		return &r
+		return r
 	}
 
 	r := run("r.toml", filepath.Join(root, "report"))

@@ -1,14 +1,11 @@
 package faulttest
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/talkops/talkops/result"
 )
 
 // TestBwrapLateProjectFilesStayOut runs the real binary on bwrap with a layered workspace
@@ -21,8 +18,7 @@ import (
 // the host writes it only after creating the late files.
 func TestBwrapLateProjectFilesStayOut(t *testing.T) {
 	t.Parallel()
-	engine := engineEnv(t, pBwrap)
-	root := t.TempDir()
+	root, env := firstHourEnv(t, pBwrap)
 	dir := filepath.Join(root, "project")
 	writeFiles(t, dir, map[string]string{
 		"README.md":            "readme\n",
@@ -38,16 +34,6 @@ id = "absent"
 run = 'for f in .env late.txt late.log huge.bin newdir/late.go; do if test -e "$f"; then echo "visible: $f"; exit 1; fi; done; test -f README.md'
 `,
 	})
-	for _, d := range []string{filepath.Join(root, "home"), filepath.Join(root, "tmp")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	marker := newMarker()
-	env := hermeticEnv(root, marker)
-	for k, v := range engine {
-		env[k] = v
-	}
 	reportDir := filepath.Join(root, "report")
 	p := startTalkops(t, dir, env, "--sandbox", pBwrap, "--rubric", "r.toml", "--output-format", "stream-json", "--report-dir", reportDir)
 	if _, ok := p.waitEvent(func(e event) bool { return e.Type == "check.started" }, time.Minute); !ok {
@@ -68,14 +54,7 @@ run = 'for f in .env late.txt late.log huge.bin newdir/late.go; do if test -e "$
 	if !ok {
 		t.Fatalf("talkops did not exit\nstderr:\n%s", p.stderr)
 	}
-	b, err := os.ReadFile(filepath.Join(reportDir, "result.json"))
-	if err != nil {
-		t.Fatalf("no result.json (exit %d): %v\n%s", code, err, tail(p.stderr.String()))
-	}
-	var r result.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, b := reportResult(t, reportDir, p.stderr.String())
 	if r.Sync == nil || r.Sync.Mode != "overlay" {
 		t.Fatalf("result: sync %+v, want a layered workspace", r.Sync)
 	}
@@ -85,7 +64,7 @@ run = 'for f in .env late.txt late.log huge.bin newdir/late.go; do if test -e "$
 	if strings.Contains(p.stdout.String()+p.stderr.String()+string(b), "late-s3cr3t") {
 		t.Errorf("the late .env's value appears in the output")
 	}
-	if left := waitNoLeftovers(marker, root, 5*time.Second); len(left) > 0 {
+	if left := waitNoLeftovers(env[markerVar], root, 5*time.Second); len(left) > 0 {
 		t.Errorf("processes left behind: %v", left)
 	}
 }
