@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +15,7 @@ import (
 // variables and the first run's write into them, and no write reaches the host's cache.
 func TestBwrapAttachKeepsCaches(t *testing.T) {
 	t.Parallel()
-	engine := engineEnv(t, pBwrap)
-	root := t.TempDir()
+	root, env := firstHourEnv(t, pBwrap)
 	dir := filepath.Join(root, "project")
 	modCache, buildCache := filepath.Join(root, "gomod"), filepath.Join(root, "gocache")
 	writeFiles(t, modCache, map[string]string{"mod.txt": "warm\n"})
@@ -39,16 +37,6 @@ id = "caches"
 run = 'test -n "$GOMODCACHE" && test -n "$GOCACHE" && cat "$GOMODCACHE/mod.txt" "$GOMODCACHE/run1" && echo poisoned > "$GOMODCACHE/mod.txt" && echo run2 > "$GOMODCACHE/run2"'
 `,
 	})
-	for _, d := range []string{filepath.Join(root, "home"), filepath.Join(root, "tmp")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	marker := newMarker()
-	env := hermeticEnv(root, marker)
-	for k, v := range engine {
-		env[k] = v
-	}
 	env["GOMODCACHE"], env["GOCACHE"] = modCache, buildCache
 	first := map[string]string{"TALKOPS_SANDBOX_CACHES": "go"}
 	for k, v := range env {
@@ -62,7 +50,7 @@ run = 'test -n "$GOMODCACHE" && test -n "$GOCACHE" && cat "$GOMODCACHE/mod.txt" 
 	}, 2*time.Minute); !ok {
 		t.Fatalf("the first run never reached its hold check\nstdout:\n%s\nstderr:\n%s", p.stdout, p.stderr)
 	}
-	r, _ := readReport(t, report, fmt.Sprintf("stderr:\n%s", p.stderr))
+	r, _ := readReport(t, report, tail(p.stderr.String()))
 	if r.Sandbox == nil || r.Sandbox.ID == "" || r.Sync == nil || len(r.Sync.Caches) == 0 {
 		t.Fatalf("first run: sandbox %+v, sync %+v; want a sandbox id and shared caches", r.Sandbox, r.Sync)
 	}
@@ -77,7 +65,7 @@ run = 'test -n "$GOMODCACHE" && test -n "$GOCACHE" && cat "$GOMODCACHE/mod.txt" 
 
 	report = filepath.Join(root, "report-attached")
 	code, _, stderr := runTalkops(t, dir, env, 2*time.Minute, "--sandbox", pBwrap, "--sandbox-id", id, "--rubric", "attached.toml", "--report-dir", report, "-q")
-	r, _ = readReport(t, report, fmt.Sprintf("exit %d\n%s", code, tail(stderr)))
+	r, _ = readReport(t, report, tail(stderr))
 	if code != 0 {
 		t.Errorf("attached run: exit %d, want 0 (the caches are there)\n%s", code, tail(stderr))
 	}

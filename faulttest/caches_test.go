@@ -63,7 +63,7 @@ run = 'cat %q/entry && echo poisoned > %q/entry && echo changed > README.md && e
 		t.Helper()
 		args := []string{"--sandbox", "bwrap", "--rubric", rubricFile, "--report-dir", reportDir, "-q"}
 		code, _, stderr := runTalkops(t, dir, env, 2*time.Minute, args...)
-		r, b := readReport(t, reportDir, fmt.Sprintf("exit %d\n%s", code, tail(stderr)))
+		r, b := readReport(t, reportDir, tail(stderr))
 		if code != 0 {
 			t.Errorf("talkops %v: exit %d, want 0 (every check passes)\n%s\n%s", args, code, b, tail(stderr))
 		}

@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,8 +18,7 @@ import (
 // the host writes it only after creating the late files.
 func TestBwrapLateProjectFilesStayOut(t *testing.T) {
 	t.Parallel()
-	engine := engineEnv(t, pBwrap)
-	root := t.TempDir()
+	root, env := firstHourEnv(t, pBwrap)
 	dir := filepath.Join(root, "project")
 	writeFiles(t, dir, map[string]string{
 		"README.md":            "readme\n",
@@ -36,16 +34,6 @@ id = "absent"
 run = 'for f in .env late.txt late.log huge.bin newdir/late.go; do if test -e "$f"; then echo "visible: $f"; exit 1; fi; done; test -f README.md'
 `,
 	})
-	for _, d := range []string{filepath.Join(root, "home"), filepath.Join(root, "tmp")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	marker := newMarker()
-	env := hermeticEnv(root, marker)
-	for k, v := range engine {
-		env[k] = v
-	}
 	reportDir := filepath.Join(root, "report")
 	p := startTalkops(t, dir, env, "--sandbox", pBwrap, "--rubric", "r.toml", "--output-format", "stream-json", "--report-dir", reportDir)
 	if _, ok := p.waitEvent(func(e event) bool { return e.Type == "check.started" }, time.Minute); !ok {
@@ -66,7 +54,7 @@ run = 'for f in .env late.txt late.log huge.bin newdir/late.go; do if test -e "$
 	if !ok {
 		t.Fatalf("talkops did not exit\nstderr:\n%s", p.stderr)
 	}
-	r, b := readReport(t, reportDir, fmt.Sprintf("exit %d\n%s", code, tail(p.stderr.String())))
+	r, b := readReport(t, reportDir, tail(p.stderr.String()))
 	if r.Sync == nil || r.Sync.Mode != "overlay" {
 		t.Fatalf("result: sync %+v, want a layered workspace", r.Sync)
 	}
@@ -76,7 +64,7 @@ run = 'for f in .env late.txt late.log huge.bin newdir/late.go; do if test -e "$
 	if strings.Contains(p.stdout.String()+p.stderr.String()+string(b), "late-s3cr3t") {
 		t.Errorf("the late .env's value appears in the output")
 	}
-	if left := waitNoLeftovers(marker, root, 5*time.Second); len(left) > 0 {
+	if left := waitNoLeftovers(env[markerVar], root, 5*time.Second); len(left) > 0 {
 		t.Errorf("processes left behind: %v", left)
 	}
 }

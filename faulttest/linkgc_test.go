@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,8 +20,7 @@ import (
 // trash is removed without following it out of the state directory.
 func TestBwrapTeardownLeavesNoLinkTree(t *testing.T) {
 	t.Parallel()
-	engine := engineEnv(t, pBwrap)
-	root := t.TempDir()
+	root, env := firstHourEnv(t, pBwrap)
 	dir := filepath.Join(root, "project")
 	writeFiles(t, dir, map[string]string{
 		"README.md":      "readme\n",
@@ -30,16 +28,6 @@ func TestBwrapTeardownLeavesNoLinkTree(t *testing.T) {
 		"src/a/other.go": "package a\n",
 		"r.toml":         "name = \"links\"\n[[check]]\nid = \"sees\"\nrun = 'test -f src/a/b/c.go && echo built > out.txt'\n",
 	})
-	marker := newMarker()
-	env := hermeticEnv(root, marker)
-	for k, v := range engine {
-		env[k] = v
-	}
-	for _, d := range []string{env["HOME"], env["TMPDIR"]} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
 	trash := filepath.Join(env["XDG_STATE_HOME"], "talkops", "bwrap", ".trash")
 	outside := filepath.Join(root, "outside")
 	writeFiles(t, outside, map[string]string{"keep": "keep\n"})
@@ -81,7 +69,7 @@ func TestBwrapTeardownLeavesNoLinkTree(t *testing.T) {
 	plant(strconv.Itoa(dead) + "-0000000c")
 	reportDir := filepath.Join(root, "report")
 	code, _, stderr := runTalkops(t, dir, env, 2*time.Minute, "--sandbox", pBwrap, "--rubric", "r.toml", "--report-dir", reportDir, "-q")
-	r, _ := readReport(t, reportDir, fmt.Sprintf("exit %d\n%s", code, tail(stderr)))
+	r, _ := readReport(t, reportDir, tail(stderr))
 	if code != 0 || r.Sync == nil || r.Sync.Mode != "overlay" {
 		t.Fatalf("exit %d, sync %+v; want 0 with a layered workspace\n%s", code, r.Sync, tail(stderr))
 	}
@@ -103,7 +91,7 @@ func TestBwrapTeardownLeavesNoLinkTree(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "out.txt")); !os.IsNotExist(err) {
 		t.Errorf("the sandbox's write reached the project: %v", err)
 	}
-	if left := waitNoLeftovers(marker, root, 5*time.Second); len(left) > 0 {
+	if left := waitNoLeftovers(env[markerVar], root, 5*time.Second); len(left) > 0 {
 		t.Errorf("processes left behind: %v", left)
 	}
 }

@@ -648,35 +648,48 @@ func (s *Sandbox) mountCaches(ctx context.Context, caches []providers.Cache) {
 			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: sandbox path %s overlaps the working directory %s", c.Name, p, s.opts.workDir))
 			continue
 		}
-		target := filepath.Join(s.dir, "caches", strconv.Itoa(i))
-		if c.HostDir == "" {
-			// A tool's home: an empty directory of the sandbox's own, which the sandbox
-			// user owns through the user namespace's mapping, as it owns the workspace.
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
-				continue
-			}
-			s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target, slot: strconv.Itoa(i)})
-			continue
+		if err := s.mountCache(ctx, h, c, strconv.Itoa(i), false); err != nil {
+			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
 		}
+	}
+}
+
+// mountCache shows c at the sandbox directory's caches/<slot>: a tool's home (no HostDir)
+// as an empty directory of the sandbox's own, which the sandbox user owns through the user
+// namespace's mapping as it owns the workspace; any other cache as a copy-on-write layer
+// over its host directory. again is for Attach: the slot's directories exist and keep
+// what the sandbox's earlier commands wrote.
+func (s *Sandbox) mountCache(ctx context.Context, h *holder, c providers.Cache, slot string, again bool) error {
+	target := filepath.Join(s.dir, "caches", slot)
+	switch {
+	case c.HostDir == "" && again:
+		if fi, err := os.Stat(target); err != nil || !fi.IsDir() {
+			return errors.New("its directory is gone from the sandbox")
+		}
+	case c.HostDir == "":
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return err
+		}
+	default:
 		if fi, err := os.Stat(c.HostDir); err != nil || !fi.IsDir() {
-			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %s is not a directory on the host", c.Name, c.HostDir))
-			continue
+			return fmt.Errorf("%s is not a directory on the host", c.HostDir)
 		}
-		d := s.layerDirs("cache-" + strconv.Itoa(i))
-		err := d.create()
-		if err == nil {
+		d := s.layerDirs("cache-" + slot)
+		var err error
+		if again {
+			err = d.clearVolatile()
+		} else if err = d.create(); err == nil {
 			err = os.MkdirAll(target, 0o755)
 		}
 		if err == nil {
 			err = h.overlay(ctx, target, d.upper, d.work, c.HostDir)
 		}
 		if err != nil {
-			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
-			continue
+			return err
 		}
-		s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target, slot: strconv.Itoa(i)})
 	}
+	s.caches = append(s.caches, mountedCache{Cache: c, hostDir: target, slot: slot})
+	return nil
 }
 
 // cacheRecord is what the sandbox record keeps of the mounted caches.
@@ -705,29 +718,9 @@ func (s *Sandbox) remountCaches(ctx context.Context, caches []cacheMeta) {
 			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: the sandbox record names slot %q at %q", c.Name, c.Slot, c.Path))
 			continue
 		}
-		target := filepath.Join(s.dir, "caches", c.Slot)
-		if c.HostDir == "" {
-			if fi, err := os.Stat(target); err != nil || !fi.IsDir() {
-				s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: its directory is gone from the sandbox", c.Name))
-				continue
-			}
-			s.caches = append(s.caches, mountedCache{Cache: c.Cache, hostDir: target, slot: c.Slot})
-			continue
-		}
-		if fi, err := os.Stat(c.HostDir); err != nil || !fi.IsDir() {
-			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %s is not a directory on the host", c.Name, c.HostDir))
-			continue
-		}
-		d := s.layerDirs("cache-" + c.Slot)
-		err := d.clearVolatile()
-		if err == nil {
-			err = h.overlay(ctx, target, d.upper, d.work, c.HostDir)
-		}
-		if err != nil {
+		if err := s.mountCache(ctx, h, c.Cache, c.Slot, true); err != nil {
 			s.cacheNotes = append(s.cacheNotes, fmt.Sprintf("cache %s not shared: %v", c.Name, err))
-			continue
 		}
-		s.caches = append(s.caches, mountedCache{Cache: c.Cache, hostDir: target, slot: c.Slot})
 	}
 }
 

@@ -681,17 +681,17 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	}
 	// The link tree is as large as the project: it goes to the trash, to be removed
 	// after teardown (see trash.go), so that teardown costs what the run wrote.
+	// A tree that could be neither moved nor removed still leaves the rest of the
+	// sandbox (its cgroup, the run's writes) to destroy.
+	var discardErr error
 	lower := s.layerDirs("workspace").lower
 	if _, err := os.Lstat(lower); err == nil {
-		entry, err := discard(s.opts.baseDir(), lower)
-		if err != nil {
-			return errors.Join(waitErr, fmt.Errorf("close bwrap sandbox %s: %w", s.id, err))
-		}
-		if entry != "" {
+		var entry string
+		if entry, discardErr = discard(s.opts.baseDir(), lower); entry != "" {
 			removeInBackground(s.opts.baseDir(), entry)
 		}
 	}
-	if err := s.destroy(); err != nil {
+	if err := errors.Join(discardErr, s.destroy()); err != nil {
 		return errors.Join(waitErr, fmt.Errorf("close bwrap sandbox %s: %w", s.id, err))
 	}
 	return waitErr

@@ -161,12 +161,16 @@ func Resolve(ctx context.Context, entries []string, getenv func(string) string) 
 // project's path is mounted over or inside them.
 var systemDirs = []string{"/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
+// ownTops are directories the sandbox has its own of: a cache or the workspace may lie
+// below one, never at it, which would hide the sandbox's own.
+var ownTops = []string{"/", "/tmp", "/home", "/root"}
+
 // sandboxPath is where the sandbox sees a cache: at the host's own path where that is
 // possible, because build caches key their entries by the paths of what they built (Go's
 // action ids include the source directory), so a module cache seen at another path would
 // miss for every dependency; else under Root.
 func sandboxPath(host, name string) string {
-	if host == "/" || host == "/tmp" || host == "/home" || host == "/root" {
+	if slices.Contains(ownTops, host) {
 		return Root + "/" + name
 	}
 	// Nor over the default workspace or Root.
@@ -266,10 +270,8 @@ func ProjectWorkDir(project string, shared []providers.Cache, reserved ...string
 		return "", fmt.Errorf("the project directory %q is not absolute", project)
 	}
 	dir := filepath.Clean(project)
-	for _, top := range []string{"/", "/tmp", "/home", "/root"} {
-		if dir == top {
-			return "", fmt.Errorf("%s would hide the sandbox's own %s", dir, top)
-		}
+	if slices.Contains(ownTops, dir) {
+		return "", fmt.Errorf("%s would hide the sandbox's own %s", dir, dir)
 	}
 	for _, sys := range append(append(slices.Clone(systemDirs), Root), reserved...) {
 		if Within(dir, sys) {
