@@ -60,12 +60,12 @@ func redactArgs(args []any) []any {
 			continue
 		}
 		if name, _, hasValue := strings.Cut(s, "="); hasValue {
-			if secretName.MatchString(name) {
+			if secretName().MatchString(name) {
 				out[i] = name + "=" + redacted
 			}
 			continue
 		}
-		if secretName.MatchString(s) && i+1 < len(args) {
+		if secretName().MatchString(s) && i+1 < len(args) {
 			out[i+1] = redacted
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/talkops/talkops/result"
@@ -406,7 +407,9 @@ func (t ProviderTable) decodeMap(dst reflect.Value, src any, path []string) erro
 }
 
 // secretName matches key names whose values must not be shown: tokens, passwords, keys.
-var secretName = regexp.MustCompile(`(?i)(key|token|secret|passw|credential|auth|private|cert|cookie|session|signature|dsn)`)
+var secretName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(key|token|secret|passw|credential|auth|private|cert|cookie|session|signature|dsn)`)
+})
 
 // values lists the table's keys for Config.Values, values of secret-looking keys redacted.
 func (t ProviderTable) values() []result.ConfigValue {
@@ -418,7 +421,7 @@ func (t ProviderTable) values() []result.ConfigValue {
 	for _, name := range slices.Sorted(maps.Keys(t.Values)) {
 		v := t.Values[name]
 		text := redacted
-		if !secretName.MatchString(name) {
+		if !secretName().MatchString(name) {
 			if s, ok := v.(string); ok {
 				text = s
 			} else {
@@ -446,7 +449,7 @@ func inline(v any) string {
 		parts := make([]string, 0, len(v))
 		for _, k := range slices.Sorted(maps.Keys(v)) {
 			val := redacted
-			if !secretName.MatchString(k) {
+			if !secretName().MatchString(k) {
 				val = inline(v[k])
 			}
 			parts = append(parts, tomlKey(k)+" = "+val)
@@ -458,11 +461,11 @@ func inline(v any) string {
 	return fmt.Sprint(v)
 }
 
-var bareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var bareKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // tomlKey writes a key bare when TOML allows it, else quoted.
 func tomlKey(k string) string {
-	if bareKey.MatchString(k) {
+	if bareKey().MatchString(k) {
 		return k
 	}
 	return strconv.Quote(k)

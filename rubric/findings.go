@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/talkops/talkops/result"
@@ -148,7 +149,9 @@ func finalize(raws []rawFinding, fc FindingContext) []result.Finding {
 
 // lineRefs matches line references inside messages ("line 12", ":12:5"), which the
 // fingerprint leaves out.
-var lineRefs = regexp.MustCompile(`(?i)\b(?:line|ln)\s*\d+(?:\s*[-:,]\s*\d+)*|:\d+(?::\d+)?\b`)
+var lineRefs = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(?:line|ln)\s*\d+(?:\s*[-:,]\s*\d+)*|:\d+(?::\d+)?\b`)
+})
 
 // Fingerprint identifies a finding across runs: sha256 over the rubric name, the item id,
 // the rule, the path and the message (whitespace normalised, line references removed),
@@ -156,7 +159,7 @@ var lineRefs = regexp.MustCompile(`(?i)\b(?:line|ln)\s*\d+(?:\s*[-:,]\s*\d+)*|:\
 // findings on different lines share it; reporters number them apart.
 func Fingerprint(rubricName, itemID, rule, path, message string) string {
 	h := sha256.New()
-	for _, s := range []string{rubricName, itemID, rule, path, normalizeSpace(lineRefs.ReplaceAllString(message, ""))} {
+	for _, s := range []string{rubricName, itemID, rule, path, normalizeSpace(lineRefs().ReplaceAllString(message, ""))} {
 		_, _ = io.WriteString(h, s) // a hash.Hash's Write never returns an error
 		h.Write([]byte{0})
 	}

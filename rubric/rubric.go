@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/talkops/talkops/internal/fileread"
@@ -331,14 +332,14 @@ func relInside(base, path string) string {
 	return filepath.ToSlash(rel)
 }
 
-var nameUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var nameUnsafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // nameFromFile derives a rubric name from a file name: the base name without extension,
 // with anything outside the id alphabet replaced by '-'.
 func nameFromFile(path string) string {
 	base := filepath.Base(path)
 	base = strings.TrimSuffix(base, filepath.Ext(base))
-	name := strings.Trim(nameUnsafe.ReplaceAllString(base, "-"), "-._")
+	name := strings.Trim(nameUnsafe().ReplaceAllString(base, "-"), "-._")
 	if len(name) > 64 {
 		name = name[:64]
 	}

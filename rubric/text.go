@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -18,10 +19,14 @@ import (
 //   - blank lines only separate.
 
 var (
-	bulletRe   = regexp.MustCompile(`^(?:[-*+•‣◦]|\d{1,3}[.)]|\(\d{1,3}\)|[A-Za-z]\))[ \t]+`)
-	taskBoxRe  = regexp.MustCompile(`^\[[ xX]\][ \t]+`)
-	headingRe  = regexp.MustCompile(`^#{1,6}(?:[ \t]+|$)`)
-	bareBullet = regexp.MustCompile(`^(?:[-*+•‣◦]|\d{1,3}[.)]|\(\d{1,3}\)|[A-Za-z]\))$`)
+	bulletRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[-*+•‣◦]|\d{1,3}[.)]|\(\d{1,3}\)|[A-Za-z]\))[ \t]+`)
+	})
+	taskBoxRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\[[ xX]\][ \t]+`) })
+	headingRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^#{1,6}(?:[ \t]+|$)`) })
+	bareBullet = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[-*+•‣◦]|\d{1,3}[.)]|\(\d{1,3}\)|[A-Za-z]\))$`)
+	})
 )
 
 type textItem struct {
@@ -86,18 +91,18 @@ func splitCriteria(text string) []textItem {
 			continue
 		}
 		indented := line[0] == ' ' || line[0] == '\t'
-		if headingRe.MatchString(trimmed) {
+		if headingRe().MatchString(trimmed) {
 			section = cleanSection(strings.TrimLeft(trimmed, "#"))
 			cont = false
 			continue
 		}
-		if bareBullet.MatchString(trimmed) {
+		if bareBullet().MatchString(trimmed) {
 			cont = false
 			continue
 		}
-		if loc := bulletRe.FindStringIndex(trimmed); loc != nil {
+		if loc := bulletRe().FindStringIndex(trimmed); loc != nil {
 			body := strings.TrimSpace(trimmed[loc[1]:])
-			body = strings.TrimSpace(taskBoxRe.ReplaceAllString(body, ""))
+			body = strings.TrimSpace(taskBoxRe().ReplaceAllString(body, ""))
 			if body == "" || body == "[ ]" || body == "[x]" || body == "[X]" {
 				cont = false
 				continue
@@ -134,7 +139,7 @@ func nextIsBullet(lines []string) bool {
 		if t == "" {
 			continue
 		}
-		return bulletRe.MatchString(t)
+		return bulletRe().MatchString(t)
 	}
 	return false
 }

@@ -173,6 +173,18 @@ func TestActionPostReapsOnlyItsRun(t *testing.T) {
 	run := j.wait(t, cmd, log)
 	t.Logf("act finished %s after the SIGKILL", time.Since(killed).Round(time.Millisecond))
 
+	checkReapedAfterKill(t, j, run, mine)
+	for _, id := range []string{"other-live", "other-orphan"} {
+		if got := j.sandboxes(t, id); len(got) != 1 {
+			t.Errorf("the post step touched run %s's sandbox: %+v", id, got)
+		}
+	}
+}
+
+// checkReapedAfterKill: the step of a talkops that was SIGKILLed fails with 137, and the
+// post step deletes the run's sandbox with sandbox gc for that run id alone.
+func checkReapedAfterKill(t *testing.T, j *actJob, run actRun, mine sandboxEntry) {
+	t.Helper()
 	if run.record["OUTCOME"] != "failure" || run.record["EXIT_CODE"] != "137" {
 		t.Errorf("step outcome %q exit-code %q, want failure and 137 (SIGKILL)\n%s", run.record["OUTCOME"], run.record["EXIT_CODE"], run.log)
 	}
@@ -186,12 +198,7 @@ func TestActionPostReapsOnlyItsRun(t *testing.T) {
 		}
 	}
 	if left := j.sandboxes(t, mine.RunID); len(left) != 0 {
-		t.Errorf("the action's sandbox is still there after the post step: %+v", left)
-	}
-	for _, id := range []string{"other-live", "other-orphan"} {
-		if got := j.sandboxes(t, id); len(got) != 1 {
-			t.Errorf("the post step touched run %s's sandbox: %+v", id, got)
-		}
+		t.Errorf("the run's bwrap sandbox is still there after the post step: %+v\n%s", left, run.log)
 	}
 }
 
@@ -210,21 +217,7 @@ func TestActionPostReapsExtraArgsSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := j.wait(t, cmd, log)
-	if run.record["OUTCOME"] != "failure" || run.record["EXIT_CODE"] != "137" {
-		t.Errorf("step outcome %q exit-code %q, want failure and 137 (SIGKILL)\n%s", run.record["OUTCOME"], run.record["EXIT_CODE"], run.log)
-	}
-	for _, want := range []string{
-		"talkops was killed by SIGKILL",
-		"talkops sandbox gc --run-id=" + mine.RunID + " --older-than=0s\n",
-		"1 deleted, 0 failed",
-	} {
-		if !strings.Contains(run.log, want) {
-			t.Errorf("act's log does not contain %q:\n%s", want, run.log)
-		}
-	}
-	if left := j.sandboxes(t, mine.RunID); len(left) != 0 {
-		t.Errorf("the run's bwrap sandbox is still there after the post step: %+v\n%s", left, run.log)
-	}
+	checkReapedAfterKill(t, j, run, mine)
 }
 
 // TestActionRefusesExtraArgs: extra-args cannot set the run id the post step reaps by, end

@@ -20,13 +20,22 @@ type Configured struct {
 	New        func() (providers.Provider, error)
 }
 
-// NewProvider builds the provider; a configuration mistake fails the check.
+// NewProvider builds the provider; a configuration mistake fails the check. The check's
+// end closes it, releasing what it holds (an engine client's connections).
 func (h *Configured) NewProvider(_ context.Context, t T) providers.Provider {
 	p, err := h.New()
 	if err != nil {
 		t.Fatalf("build the %s provider: %v", h.Name, err)
 	}
+	t.Cleanup(func() { closeProvider(p) })
 	return p
+}
+
+// closeProvider closes a provider that holds resources; the others have nothing to close.
+func closeProvider(p providers.Provider) {
+	if c, ok := p.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // Spec gives each sandbox its own scratch project directory.
@@ -52,6 +61,7 @@ func ListedIDs(ctx context.Context, newProvider func() (providers.Provider, erro
 	if err != nil {
 		return nil, false
 	}
+	defer closeProvider(p)
 	l, ok := p.(providers.Lister)
 	if !ok {
 		return nil, false
@@ -69,7 +79,7 @@ func ListedIDs(ctx context.Context, newProvider func() (providers.Provider, erro
 	return ids, true
 }
 
-// Close releases nothing: every sandbox is closed by its check.
+// Close releases nothing: every sandbox and provider is closed by its check.
 func (h *Configured) Close() {}
 
 // Report prints one line per result (PASS, FAIL or SKIP, the guarantee, the time, then

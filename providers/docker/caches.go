@@ -41,7 +41,7 @@ func shareCaches(ctx context.Context, cli *client.Client, name string, labels ma
 	if len(caches) == 0 {
 		return nil, nil, nil
 	}
-	if !localEngine(cli) {
+	if !engineOnThisMachine(cli) {
 		return nil, []string{fmt.Sprintf("caches not shared: the docker engine at %s is not reached through a unix socket on this machine, so it cannot layer host directories", cli.DaemonHost())}, nil
 	}
 	layerLabels := map[string]string{LabelSandbox: name}
@@ -74,10 +74,6 @@ func shareCaches(ctx context.Context, cli *client.Client, name string, labels ma
 	}
 	return shared, notes, nil
 }
-
-// localEngine reports whether the engine runs on this machine (reached through a unix
-// socket), so that a host path given to it is one of this machine's.
-func localEngine(cli *client.Client) bool { return strings.HasPrefix(cli.DaemonHost(), "unix://") }
 
 // cacheUnfit says why a cache cannot be layered, "" when it can.
 func cacheUnfit(c providers.Cache, workDir string) string {

@@ -38,19 +38,46 @@ func createWithCaches(t *testing.T, p *Provider, tok string, caches []providers.
 	return sb.(*Sandbox)
 }
 
+// localImage is the test image, skipping the test unless the engine is reached through a
+// unix socket, as caches are shared only with an engine on this machine.
+func localImage(t *testing.T) string {
+	t.Helper()
+	img := testImage(t)
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
+	}
+	return img
+}
+
+// localProvider is a provider on a local engine with the test image, and the token that
+// labels the test's sandboxes; whatever the test leaves is removed at its end.
+func localProvider(t *testing.T) (*Provider, string) {
+	t.Helper()
+	img := localImage(t)
+	tok := token(t)
+	p := New(Options{Image: img})
+	t.Cleanup(func() { p.Close() })
+	t.Cleanup(func() { removeLeft(t, p, tok) })
+	return p, tok
+}
+
+// closeNoneLeft closes sb and checks that nothing labelled tok is left in the engine.
+func closeNoneLeft(t *testing.T, sb *Sandbox, p *Provider, tok string) {
+	t.Helper()
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
+		t.Errorf("after Close, left = %v", ids)
+	}
+}
+
 // TestCachesAreCopyOnWrite: a shared cache shows at the host's own path with its tool's
 // variable set, the sandbox can write it, the host copy never changes, the next sandbox
 // does not see the first one's writes, and teardown removes every volume of it.
 func TestCachesAreCopyOnWrite(t *testing.T) {
 	t.Parallel()
-	img := testImage(t)
-	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
-		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
-	}
-	tok := token(t)
-	p := New(Options{Image: img})
-	defer p.Close()
-	defer removeLeft(t, p, tok)
+	p, tok := localProvider(t)
 	host := cacheDir(t)
 	before := cachetest.Tree(t, host)
 	caches := []providers.Cache{
@@ -101,14 +128,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 // is created without it; caches that cannot be layered are refused up front.
 func TestCacheMountFailureFallsBack(t *testing.T) {
 	t.Parallel()
-	img := testImage(t)
-	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
-		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
-	}
-	tok := token(t)
-	p := New(Options{Image: img})
-	defer p.Close()
-	defer removeLeft(t, p, tok)
+	p, tok := localProvider(t)
 	good := cacheDir(t)
 	comma := filepath.Join(t.TempDir(), "a,b")
 	if err := os.Mkdir(comma, 0o755); err != nil {
@@ -136,12 +156,7 @@ func TestCacheMountFailureFallsBack(t *testing.T) {
 	if got := string(run(t, sb, `cat "$GOOD/mod.zip"; test -e /cache/procfs || echo " no procfs"`).Stdout); got != "module no procfs\n" {
 		t.Errorf("in the sandbox: %q", got)
 	}
-	if err := sb.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
-		t.Errorf("after Close, left = %v", ids)
-	}
+	closeNoneLeft(t, sb, p, tok)
 }
 
 // A container that does not start with its caches, for a reason the engine's message does
@@ -149,14 +164,7 @@ func TestCacheMountFailureFallsBack(t *testing.T) {
 // without any, each named in a note.
 func TestCachesLeftOutWhenTheContainerWillNotStart(t *testing.T) {
 	t.Parallel()
-	img := testImage(t)
-	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
-		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
-	}
-	tok := token(t)
-	p := New(Options{Image: img})
-	defer p.Close()
-	defer removeLeft(t, p, tok)
+	p, tok := localProvider(t)
 	dir := cacheDir(t)
 	sb := createWithCaches(t, p, tok, []providers.Cache{{Name: "one", HostDir: dir, Path: "/cache/same"}, {Name: "two", HostDir: dir, Path: "/cache/same"}})
 	defer closeBounded(t, sb)
@@ -167,12 +175,7 @@ func TestCachesLeftOutWhenTheContainerWillNotStart(t *testing.T) {
 	if res := run(t, sb, "test ! -e /cache/same"); res.ExitCode != 0 {
 		t.Errorf("/cache/same exists in a sandbox without caches")
 	}
-	if err := sb.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
-		t.Errorf("after Close, left = %v", ids)
-	}
+	closeNoneLeft(t, sb, p, tok)
 }
 
 // An engine reached over TCP may be on another machine: caches are not shared, with a
@@ -197,14 +200,7 @@ func TestCachesNotSharedOverTCP(t *testing.T) {
 // container: gc finds every cache volume by its labels and removes them, in any order.
 func TestGCReapsCacheVolumes(t *testing.T) {
 	t.Parallel()
-	img := testImage(t)
-	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
-		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
-	}
-	tok := token(t)
-	p := New(Options{Image: img})
-	defer p.Close()
-	defer removeLeft(t, p, tok)
+	p, tok := localProvider(t)
 	host := cacheDir(t)
 	caches := []providers.Cache{{Name: "go-mod", HostDir: host, Path: "/cache/go-mod"}, {Name: "other", HostDir: host, Path: "/cache/other"}}
 	spec := providers.Spec{RunID: "gc-cache-" + tok, Labels: map[string]string{testLabel: tok}, Caches: caches}
@@ -244,10 +240,7 @@ func TestGCReapsCacheVolumes(t *testing.T) {
 // as another user), the host homes never change, and teardown leaves nothing.
 func TestToolHomesHideCredentials(t *testing.T) {
 	t.Parallel()
-	img := testImage(t)
-	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
-		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
-	}
+	img := localImage(t)
 	dir := t.TempDir()
 	env := cachetest.Homes(t, dir)
 	before := cachetest.Tree(t, dir)
@@ -269,12 +262,7 @@ func TestToolHomesHideCredentials(t *testing.T) {
 			if got, want := string(res.Stdout), cachetest.WantOutput(); got != want {
 				t.Errorf("the container printed\n%s\nwant\n%s\n(stderr %s)", got, want, res.Stderr)
 			}
-			if err := sb.Close(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if ids, _ := aliveIDs(t.Context(), p, tok); len(ids) != 0 {
-				t.Errorf("after Close, left = %v", ids)
-			}
+			closeNoneLeft(t, sb, p, tok)
 			if after := cachetest.Tree(t, dir); !maps.Equal(before, after) {
 				t.Errorf("the host homes changed: %v, want %v", after, before)
 			}
@@ -289,10 +277,7 @@ func TestToolHomesHideCredentials(t *testing.T) {
 // cannot use keeps /workspace with a note saying why.
 func TestWorkspaceAtProjectPathWithCaches(t *testing.T) {
 	t.Parallel()
-	img := testImage(t)
-	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
-		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
-	}
+	img := localImage(t)
 	host := cacheDir(t)
 	caches := []providers.Cache{{Name: "go-mod", HostDir: host, Path: host, Env: map[string]string{"GOMODCACHE": host}}}
 	project := t.TempDir()

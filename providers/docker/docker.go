@@ -228,7 +228,7 @@ func (p *Provider) Create(ctx context.Context, spec providers.Spec) (providers.S
 // source directory, so with no working directory configured the workspace (still the
 // volume the project is synced into) appears at the project's own path.
 func (p *Provider) workDirFor(cli *client.Client, spec providers.Spec, workDir string) (string, string) {
-	if len(spec.Caches) == 0 || !localEngine(cli) || spec.ProjectDir == "" || spec.WorkDir != "" || p.opts.WorkingDir != "" {
+	if len(spec.Caches) == 0 || !engineOnThisMachine(cli) || spec.ProjectDir == "" || spec.WorkDir != "" || p.opts.WorkingDir != "" {
 		return workDir, ""
 	}
 	dir, err := cache.ProjectWorkDir(spec.ProjectDir, spec.Caches)

@@ -49,7 +49,6 @@ type Options struct {
 	// project's own host path (Spec.ProjectDir) when caches are shared, so that build
 	// caches keyed by source path hit (see cache.ProjectWorkDir for when that path cannot
 	// be used). Spec.WorkDir overrides it per run.
-	// Spec.WorkDir overrides it per run.
 	WorkingDir string `toml:"working_dir" trust:"safe"`
 	// User runs commands as this user ("1000", "app:app"); "" means the image's user.
 	User string `toml:"user" trust:"safe"`

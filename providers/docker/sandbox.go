@@ -432,7 +432,7 @@ func (s *Sandbox) killExec(ctx context.Context, execID, token string) {
 	}
 	// No shell in the image: kill the exec'd process by its host PID when the engine
 	// runs on this host (the PID is meaningless for a remote engine).
-	if !strings.HasPrefix(s.cli.DaemonHost(), "unix://") {
+	if !engineOnThisMachine(s.cli) {
 		return
 	}
 	if st, err := s.cli.ContainerExecInspect(kctx, execID); err == nil && st.Running && st.Pid > 0 {
@@ -499,6 +499,13 @@ func (s *Sandbox) PlainTarUpload() bool { return s.plainTar }
 // UploadTar is Upload for an uncompressed tar stream (the engine takes both).
 func (s *Sandbox) UploadTar(ctx context.Context, dir string, tar io.Reader) error {
 	return s.upload(ctx, dir, tar, false)
+}
+
+// engineOnThisMachine reports whether the engine runs on this machine (reached through a
+// unix socket), so that a host path or host PID it gives or takes is one of this
+// machine's. A socket alone (isLocalEngine) is enough for cheap uploads; this is stricter.
+func engineOnThisMachine(cli *client.Client) bool {
+	return strings.HasPrefix(cli.DaemonHost(), "unix://")
 }
 
 // isLocalEngine reports an engine reached through a local socket rather than TCP.

@@ -59,10 +59,7 @@ func checkZeros(t *testing.T, sb providers.Sandbox) {
 // On an engine behind a unix socket the workspace travels as a plain tar.
 func TestSyncUncompressedOnLocalEngine(t *testing.T) {
 	t.Parallel()
-	requireEngine(t)
-	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
-		t.Skipf("DOCKER_HOST %q is not a unix socket", h)
-	}
+	localImage(t)
 	for _, user := range []string{"", "nobody"} {
 		sb := newSandbox(t, Options{User: user})
 		if !sb.PlainTarUpload() {

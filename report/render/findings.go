@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/talkops/talkops/result"
 )
@@ -215,7 +216,7 @@ func RelPath(r *result.Result, p string) (string, bool) {
 	return p, true
 }
 
-var keyChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var keyChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // Marker is the hidden first line of a sticky comment or note: one per rubric, so a
 // workflow that runs two rubrics keeps two comments. Only a comment that starts with it
@@ -223,7 +224,7 @@ var keyChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 func Marker(r *result.Result) string {
 	key := "default"
 	if r.Rubric != nil && r.Rubric.Name != "" {
-		key = strings.Trim(keyChars.ReplaceAllString(r.Rubric.Name, "-"), "-")
+		key = strings.Trim(keyChars().ReplaceAllString(r.Rubric.Name, "-"), "-")
 		if len(key) > 64 {
 			key = key[:64]
 		}
@@ -235,8 +236,10 @@ func Marker(r *result.Result) string {
 }
 
 var (
-	lineRefs = regexp.MustCompile(`(?i)\b(?:line|ln|l\.)\s*\d+(?:\s*[-:,]\s*\d+)*|:\d+(?::\d+)?\b`)
-	spaces   = regexp.MustCompile(`\s+`)
+	lineRefs = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:line|ln|l\.)\s*\d+(?:\s*[-:,]\s*\d+)*|:\d+(?::\d+)?\b`)
+	})
+	spaces = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s+`) })
 )
 
 // Fingerprint computes a finding's fingerprint when its producer did not: sha256 over the
@@ -246,9 +249,9 @@ var (
 func Fingerprint(f result.Finding) string {
 	text := f.Snippet
 	if strings.TrimSpace(text) == "" {
-		text = f.Title + "\x00" + lineRefs.ReplaceAllString(f.Message, "")
+		text = f.Title + "\x00" + lineRefs().ReplaceAllString(f.Message, "")
 	}
-	text = strings.TrimSpace(spaces.ReplaceAllString(text, " "))
+	text = strings.TrimSpace(spaces().ReplaceAllString(text, " "))
 	h := sha256.New()
 	for _, part := range []string{"talkops/v1", f.Source, f.Rule, path.Clean("/" + f.Path), text} {
 		h.Write([]byte(part))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/talkops/talkops/agent/model"
 	"github.com/talkops/talkops/result"
@@ -178,13 +179,13 @@ func shortErr(err error) string {
 	return s
 }
 
-var refRe = regexp.MustCompile(refPattern)
+var refRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(refPattern) })
 
 // checkRef validates one evidence reference against the evidence shown: the block must
 // exist and a line range must lie inside it. support reports whether the block can
 // support a pass (recorded evidence, not the task or the agent's claims).
 func checkRef(ref string, b *evidence.Bundle) (support bool, problem string) {
-	if !refRe.MatchString(ref) {
+	if !refRe().MatchString(ref) {
 		return false, fmt.Sprintf("%q is not a reference like E3 or E3:L4-L9", ref)
 	}
 	id, lines, _ := strings.Cut(ref, ":")
