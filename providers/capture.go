@@ -101,3 +101,20 @@ func (b *CappedBuffer) String() string { return string(b.Bytes()) }
 func (b *CappedBuffer) omitted() int64 {
 	return b.total - int64(len(b.head)) - int64(len(b.tail))
 }
+
+// MemoryLimitNote is what a sandbox appends to a command's stderr when the kernel killed
+// it for exceeding the sandbox's memory limit.
+func MemoryLimitNote(limit int64) string {
+	return "killed: memory limit (" + humanBytes(limit) + ") exceeded"
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}

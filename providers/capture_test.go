@@ -124,3 +124,16 @@ func write(t *testing.T, b *providers.CappedBuffer, p []byte) {
 		t.Errorf("Write(%d bytes) = %d, %v; want %d, nil", len(p), n, err, len(p))
 	}
 }
+
+func TestMemoryLimitNote(t *testing.T) {
+	for limit, want := range map[int64]string{
+		2 << 30:       "killed: memory limit (2 GiB) exceeded",
+		512 << 20:     "killed: memory limit (512 MiB) exceeded",
+		(1 << 20) + 1: "killed: memory limit (1048577 bytes) exceeded",
+		(3 << 30) / 2: "killed: memory limit (1536 MiB) exceeded",
+	} {
+		if got := providers.MemoryLimitNote(limit); got != want {
+			t.Errorf("MemoryLimitNote(%d) = %q, want %q", limit, got, want)
+		}
+	}
+}

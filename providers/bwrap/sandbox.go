@@ -489,7 +489,7 @@ func (s *Sandbox) explainLimit(res *providers.ExecResult, oomBefore, pidsBefore 
 		oom, pids := s.cg.counters()
 		switch {
 		case oom > oomBefore && res.ExitCode != 0:
-			note = fmt.Sprintf("killed: memory limit (%s) exceeded", humanBytes(s.limits.Memory))
+			note = providers.MemoryLimitNote(s.limits.Memory)
 			if res.ExitCode != 137 {
 				note = "a process was " + note
 			}
@@ -508,17 +508,6 @@ func (s *Sandbox) explainLimit(res *providers.ExecResult, oomBefore, pidsBefore 
 		sep = "\n"
 	}
 	res.Stderr = append(res.Stderr, []byte(sep+"talkops: "+note+"\n")...)
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	default:
-		return fmt.Sprintf("%d bytes", n)
-	}
 }
 
 // execFailure recognises bwrap's report that the program could not be executed and maps

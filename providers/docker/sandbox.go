@@ -257,7 +257,7 @@ func (s *Sandbox) exec(ctx context.Context, c providers.Cmd, user string) (provi
 		res.Stderr = append(res.Stderr, []byte(msg+"\n")...)
 	}
 	if res.ExitCode == 137 && s.oomKilled(ctx) {
-		res.Stderr = append(res.Stderr, []byte(fmt.Sprintf("talkops: killed: memory limit (%s) exceeded\n", humanBytes(s.opts.memory)))...)
+		res.Stderr = append(res.Stderr, []byte("talkops: "+providers.MemoryLimitNote(s.opts.memory)+"\n")...)
 	}
 	return res, nil
 }
@@ -464,17 +464,6 @@ func (s *Sandbox) oomKilled(ctx context.Context) bool {
 		return true
 	}
 	return false
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	default:
-		return fmt.Sprintf("%d bytes", n)
-	}
 }
 
 func tee(capture *providers.CappedBuffer, w io.Writer) io.Writer {
