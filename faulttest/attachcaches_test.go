@@ -15,7 +15,7 @@ import (
 // variables and the first run's write into them, and no write reaches the host's cache.
 func TestBwrapAttachKeepsCaches(t *testing.T) {
 	t.Parallel()
-	root, env := firstHourEnv(t, pBwrap)
+	root, env := providerRunEnv(t, pBwrap)
 	dir := filepath.Join(root, "project")
 	modCache, buildCache := filepath.Join(root, "gomod"), filepath.Join(root, "gocache")
 	writeFiles(t, modCache, map[string]string{"mod.txt": "warm\n"})

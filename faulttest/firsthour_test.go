@@ -103,8 +103,9 @@ func gitProject(t *testing.T, dir string, files map[string]string, track ...stri
 	}
 }
 
-// firstHourEnv is a hermetic environment for provider, with its engine's variables.
-func firstHourEnv(t *testing.T, provider string) (root string, env map[string]string) {
+// providerRunEnv is a hermetic environment (its own root, HOME and TMPDIR) for a run on
+// provider, with its engine's variables.
+func providerRunEnv(t *testing.T, provider string) (root string, env map[string]string) {
 	t.Helper()
 	engine := engineEnv(t, provider)
 	root = t.TempDir()
@@ -141,7 +142,7 @@ func TestSyncSendsTrackedFiles(t *testing.T) {
 	for _, provider := range []string{pBwrap, pDocker} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
-			root, env := firstHourEnv(t, provider)
+			root, env := providerRunEnv(t, provider)
 			project := filepath.Join(root, "project")
 			gitProject(t, project, map[string]string{
 				"README.md":          "x\n",
@@ -227,7 +228,7 @@ func TestSandboxPathAndEnv(t *testing.T) {
 	for _, provider := range []string{pLocal, pBwrap, pDocker} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
-			root, env := firstHourEnv(t, provider)
+			root, env := providerRunEnv(t, provider)
 			env["HOST_TOKEN"] = token
 			user := "[sandboxes]\nenv = [\"GREETING=hello world\"]\npass_env = [\"HOST_TOKEN\"]\n"
 			tool := `[[check]]
@@ -290,7 +291,7 @@ weight = 0
 // An unknown key names the file and line and lists the valid keys.
 func TestUnknownSandboxKeyListsValidOnes(t *testing.T) {
 	t.Parallel()
-	root, env := firstHourEnv(t, pLocal)
+	root, env := providerRunEnv(t, pLocal)
 	project := filepath.Join(root, "project")
 	writeFiles(t, project, map[string]string{".talkops/config.toml": "[sandboxes]\npassenv = [\"GOPATH\"]\n", "README.md": "x\n"})
 	code, _, stderr := runTalkops(t, project, env, time.Minute, "--rubric", "true")
@@ -303,7 +304,7 @@ func TestUnknownSandboxKeyListsValidOnes(t *testing.T) {
 // provider name is a usage error with a suggestion, not a prompt.
 func TestSandboxFlagParsing(t *testing.T) {
 	t.Parallel()
-	root, env := firstHourEnv(t, pLocal)
+	root, env := providerRunEnv(t, pLocal)
 	project := filepath.Join(root, "project")
 	writeFiles(t, project, map[string]string{"README.md": "x\n", "r.toml": "[[check]]\nid = \"readme\"\nrun = \"test -f README.md\"\n"})
 	code, stdout, stderr := runTalkops(t, project, env, time.Minute, "--sandbox", "--rubric", "r.toml", "--report-dir", "out")
@@ -323,7 +324,7 @@ func TestSandboxFlagParsing(t *testing.T) {
 // covered by --advisory), not a rubric fail, and nothing evaluated means no score.
 func TestMissingCommandIsAnError(t *testing.T) {
 	t.Parallel()
-	root, env := firstHourEnv(t, pLocal)
+	root, env := providerRunEnv(t, pLocal)
 	project := filepath.Join(root, "project")
 	writeFiles(t, project, map[string]string{
 		"README.md":   "x\n",
@@ -359,7 +360,7 @@ func TestMissingCommandIsAnError(t *testing.T) {
 // before writing it, and no old finding is reported as current.
 func TestStaleParseFileIsNotReported(t *testing.T) {
 	t.Parallel()
-	root, env := firstHourEnv(t, pLocal)
+	root, env := providerRunEnv(t, pLocal)
 	project := filepath.Join(root, "project")
 	stale := `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"lint"}},"results":[{"ruleId":"OLD1","level":"error","message":{"text":"stale finding"},` +
 		`"locations":[{"physicalLocation":{"artifactLocation":{"uri":"a.go"},"region":{"startLine":3}}}]}]}]}`
@@ -387,7 +388,7 @@ func TestStaleParseFileIsNotReported(t *testing.T) {
 // `talkops --help` shows the run flags the seeds use as `talkops -p ...`.
 func TestTopLevelHelpShowsRunFlags(t *testing.T) {
 	t.Parallel()
-	root, env := firstHourEnv(t, pLocal)
+	root, env := providerRunEnv(t, pLocal)
 	code, stdout, stderr := runTalkops(t, root, env, time.Minute, "--help")
 	for _, want := range []string{"Commands:", "sandbox", "--prompt=TEXT", "--sandbox=TYPE", "--rubric=RUBRIC"} {
 		if !strings.Contains(stdout, want) {
@@ -399,7 +400,7 @@ func TestTopLevelHelpShowsRunFlags(t *testing.T) {
 // ANTHROPIC_BASE_URL sends the model calls to a gateway, as the official SDKs do.
 func TestAnthropicBaseURLFromEnvironment(t *testing.T) {
 	t.Parallel()
-	root, env := firstHourEnv(t, pLocal)
+	root, env := providerRunEnv(t, pLocal)
 	model := newScriptedModel(t, scriptOptions{command: "echo hello"})
 	env["ANTHROPIC_API_KEY"] = modelKey
 	env["ANTHROPIC_BASE_URL"] = model.URL

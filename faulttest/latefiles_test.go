@@ -18,7 +18,7 @@ import (
 // the host writes it only after creating the late files.
 func TestBwrapLateProjectFilesStayOut(t *testing.T) {
 	t.Parallel()
-	root, env := firstHourEnv(t, pBwrap)
+	root, env := providerRunEnv(t, pBwrap)
 	dir := filepath.Join(root, "project")
 	writeFiles(t, dir, map[string]string{
 		"README.md":            "readme\n",

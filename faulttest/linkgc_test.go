@@ -20,7 +20,7 @@ import (
 // trash is removed without following it out of the state directory.
 func TestBwrapTeardownLeavesNoLinkTree(t *testing.T) {
 	t.Parallel()
-	root, env := firstHourEnv(t, pBwrap)
+	root, env := providerRunEnv(t, pBwrap)
 	dir := filepath.Join(root, "project")
 	writeFiles(t, dir, map[string]string{
 		"README.md":      "readme\n",
