@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,12 +37,7 @@ func TestSmartClosesBypasses(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
-				{ToolCalls: []modeltest.ToolCall{toolCall("execute", jsonCommand(t, tc.command))}},
-				{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"touch ran"}`)}},
-				{Text: "Denied, stopping."},
-			}})
-			t.Cleanup(srv.Close)
+			srv := deniedThenPlainModel(t, tc.command)
 			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey})
 			writeFile(t, filepath.Join(env["HOME"], ".aws", "credentials"), "aws_secret_access_key = "+awsCanary+"\n")
 			dir := project(t, nil)
@@ -86,18 +80,13 @@ func TestSmartInHomeWorkDir(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
-				{ToolCalls: []modeltest.ToolCall{toolCall("execute", jsonCommand(t, tc.command))}},
-				{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"touch ran"}`)}},
-				{Text: "Denied, stopping."},
-			}})
-			t.Cleanup(srv.Close)
+			srv := deniedThenPlainModel(t, tc.command)
 			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey})
 			home := env["HOME"]
 			writeFile(t, filepath.Join(home, ".docker", "config.json"), `{"auths":{"r":{"auth":"`+canary+`"}}}`)
 			writeFile(t, filepath.Join(home, ".ssh", "id_ed25519"), canary+"\n")
 			writeFile(t, filepath.Join(home, ".aws", "credentials"), "aws_secret_access_key = "+canary+"\n")
-			writeFile(t, filepath.Join(home, ".talkops", "config.toml"), fmt.Sprintf("[sandboxes.providers.local]\nworking_dir = %q\n", home))
+			writeUserConfig(t, env, fmt.Sprintf("[sandboxes.providers.local]\nworking_dir = %q\n", home))
 			dir := project(t, nil)
 			cmd, out := startTalkops(t, dir, env, "-p", "do the task", "--smart", "--sandbox", "local", "--model", "anthropic:claude-test", "--base-url", srv.URL)
 			if code := waitExit(t, cmd, 60*time.Second); code != 0 {
@@ -165,13 +154,17 @@ func TestSmartGrepWithholdsDotenv(t *testing.T) {
 	}
 }
 
-func jsonCommand(t *testing.T, command string) string {
+// deniedThenPlainModel is a model that runs command, which --smart must deny, then the
+// plain "touch ran", then ends.
+func deniedThenPlainModel(t *testing.T, command string) *modeltest.Server {
 	t.Helper()
-	b, err := json.Marshal(map[string]string{"command": command})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
+		{ToolCalls: []modeltest.ToolCall{execute(command)}},
+		{ToolCalls: []modeltest.ToolCall{execute("touch ran")}},
+		{Text: "Denied, stopping."},
+	}})
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func writeFile(t *testing.T, p, content string) {
