@@ -29,6 +29,7 @@ func TestSmartClosesBypasses(t *testing.T) {
 		{"ssh hiding its command", "ssh localhost 'printenv' > touched", "cannot find reliably"},
 		{"copied credential directory", "cp -r ~/.aws x && cat x/credentials > touched", "credentials"},
 		{"git pager in an option value", "git -c core.pager='printenv > touched' log", "environment"},
+		{"git hook stored in another config file", "git config -f .git/config core.fsmonitor 'printenv > touched' && git status", "environment"},
 		{"rsync remote shell in an option value", `rsync -e 'sh -c "printenv > touched"' a b:c`, "environment"},
 		{"sed e flag", "echo x | sed 's/.*/printenv > touched/e'", "shell command"},
 		{"python subprocess", `python3 -c 'import subprocess; subprocess.run("printenv > touched", shell=True)'`, "runs commands"},
