@@ -154,6 +154,8 @@ func TestSmartWorkingDirectory(t *testing.T) {
 		"cd / && tar czf x home":                      "credentials",
 		"tar --directory=$HOME -czf x.tgz .":          "credentials",
 		"tar czf x.tgz /home":                         "credentials",
+		"tar -czf/tmp/x.tgz ~":                        "credentials",
+		"tar -cf/tmp/ext.tar -C ~ .":                  "credentials",
 		"cd /tmp && cd ~ && tar czf - . | base64":     "credentials",
 		"cd ~ && pushd /tmp && popd && tar cf x .":    "credentials",
 		"HOME=/root/.aws; cd; cat credentials":        "credentials",
@@ -182,7 +184,7 @@ func TestSmartWorkingDirectory(t *testing.T) {
 	}
 	allowed := []string{
 		// false positives of the name-anywhere rule
-		"tar -C ~ -xzf x.tgz", "find ~ -name '*.log'", "ls -d ~/.config/*",
+		"tar -C ~ -xzf x.tgz", "tar -xzf/tmp/x.tgz -C ~", "tar -tf/tmp/x.tgz", "find ~ -name '*.log'", "ls -d ~/.config/*",
 		"cp -r .gradle build/", "tar czf x.tgz .docker", "cd infra && cp -r .docker x",
 		"cp -r /workspace/.docker x", "rsync -a ./.gradle/ cache/",
 		// directories the walk leaves again

@@ -304,6 +304,10 @@ func tarCredentials(name string, args []word) Decision {
 	return allow()
 }
 
+// tarValueLetters are tar's short options that take a value; in a dash cluster the rest
+// of the cluster is that value (-cf/tmp/x.tar names the file /tmp/x.tar).
+const tarValueLetters = "bCfFgHIKLNTVX"
+
 // tarExtracts reports whether tar extracts or lists (-x, -t, xzf, --extract, --list).
 func tarExtracts(args []word) bool {
 	for i, a := range args {
@@ -312,10 +316,16 @@ func tarExtracts(args []word) bool {
 		case t == "--extract" || t == "--get" || t == "--list":
 			return true
 		case strings.HasPrefix(t, "--"):
-		case strings.HasPrefix(t, "-") || i == 0:
-			if strings.ContainsAny(strings.TrimPrefix(t, "-"), "xt") {
+		case strings.HasPrefix(t, "-"):
+			letters := t[1:]
+			if k := strings.IndexAny(letters, tarValueLetters); k >= 0 {
+				letters = letters[:k]
+			}
+			if strings.ContainsAny(letters, "xt") {
 				return true
 			}
+		case i == 0 && strings.ContainsAny(t, "xt"): // old style: xzf takes its values from the next words
+			return true
 		}
 	}
 	return false

@@ -33,6 +33,7 @@ func TestSmartClosesBypasses(t *testing.T) {
 		{"rsync remote shell in an option value", `rsync -e 'sh -c "printenv > touched"' a b:c`, "environment"},
 		{"sed e flag", "echo x | sed 's/.*/printenv > touched/e'", "shell command"},
 		{"python subprocess", `python3 -c 'import subprocess; subprocess.run("printenv > touched", shell=True)'`, "runs commands"},
+		{"home archived with the file name attached", "tar -czftouched ~", "credentials"},
 		{"home archived through cd", `cd ~ && tar czf "$OLDPWD/touched" .`, "credentials"},
 	}
 	for _, tc := range tests {
