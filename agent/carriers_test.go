@@ -163,6 +163,10 @@ func TestSmartWorkingDirectory(t *testing.T) {
 		"cd \"$D\" && cp gh/hosts.yml /tmp/x":         "credentials",
 		"env -C ~ tar czf /tmp/x .":                   "credentials",
 		"sudo -D ~ grep -r token .":                   "credentials",
+		"env -iC ~ tar czf /tmp/x .":                  "credentials",
+		"env -u X -C ~ tar czf /tmp/x .":              "credentials",
+		"sudo -nD ~ tar czf /tmp/x .":                 "credentials",
+		"unshare -w ~ tar czf /tmp/x .":               "credentials",
 	}
 	// Denied before too; they stay denied now that credential directories count in a home
 	// directory only and commands that only list names may name them.

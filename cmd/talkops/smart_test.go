@@ -34,6 +34,7 @@ func TestSmartClosesBypasses(t *testing.T) {
 		{"sed e flag", "echo x | sed 's/.*/printenv > touched/e'", "shell command"},
 		{"python subprocess", `python3 -c 'import subprocess; subprocess.run("printenv > touched", shell=True)'`, "runs commands"},
 		{"home archived with the file name attached", "tar -czftouched ~", "credentials"},
+		{"home archived from a clustered env -C", `env -iC ~ tar czf "$PWD/touched" .`, "credentials"},
 		{"home archived through cd", `cd ~ && tar czf "$OLDPWD/touched" .`, "credentials"},
 	}
 	for _, tc := range tests {
