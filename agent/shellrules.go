@@ -224,8 +224,6 @@ func jqEnvironment(name string, args []word) Decision {
 			i += 2
 		case t == "--indent" || t == "-L" || t == "--library-path":
 			i++
-		case t == "--args" || t == "--jsonargs":
-			return allow() // positional values follow, not code
 		case strings.HasPrefix(t, "-"):
 		default:
 			// The first operand is the program; the rest are files.

@@ -23,6 +23,7 @@ func TestSmartClosesBypasses(t *testing.T) {
 	}{
 		{"ps with the BSD e flag", "ps axe > touched", "environment"},
 		{"jq reading env", "jq -n env > touched", "environment"},
+		{"jq reading env before its positional arguments", "jq -n --args env > touched", "environment"},
 		{"flock running a shell string", "flock lockfile -c 'printenv > touched'", "environment"},
 		{"su running a shell string", "su -c 'printenv > touched'", "environment"},
 		{"parallel hiding its command", "parallel ::: 'printenv > touched'", "cannot find reliably"},
