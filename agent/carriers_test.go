@@ -112,6 +112,10 @@ func TestSmartCarriedCommands(t *testing.T) {
 		"python3 -c 'import os; os.system(\"env\")'":                        "runs commands",
 		"python3 -c '__import__(\"os\").system(\"id\")'":                    "runs commands",
 		"perl -e 'system(\"printenv\")'":                                    "runs commands",
+		"python3 -c'import os; os.system(\"printenv\")'":                    "runs commands",
+		"perl -le'system(\"printenv\")'":                                    "runs commands",
+		"perl -ce 'BEGIN{system(\"printenv\")}'":                            "runs commands",
+		"node --eval='require(\"child_process\").execSync(\"printenv\")'":   "runs commands",
 		"perl -e 'print `printenv`'":                                        "runs commands",
 		"ruby -e 'puts %x(printenv)'":                                       "runs commands",
 		"node -e 'require(\"child_process\").execSync(\"printenv\")'":       "runs commands",
@@ -133,7 +137,7 @@ func TestSmartCarriedCommands(t *testing.T) {
 		"awk -F'|' '{print $1}' f", "awk '{ if ($1 == \"a\" || $2 == \"b\") print $3 }' f",
 		"awk 'NR==1 || /x|y/ {print}' f", "awk '{printf \"%s|%s\\n\", $1, $2}' f", "awk -v n=\"$N\" '{print n}' f",
 		"python3 -c 'import json,sys; print(json.load(sys.stdin)[\"a\"])'",
-		"node -e 'console.log(require(\"./package.json\").version)'", "perl -pi -e 's/foo/bar/g' x", "ruby -e 'puts 1+1'",
+		"node -e 'console.log(require(\"./package.json\").version)'", "perl -pi -e 's/foo/bar/g' x", "ruby -e 'puts 1+1'", "perl -I\"$HOME/lib\" x.pl", "python3 -Werror x.py", "node --eval='console.log(1)'",
 	}
 	checkSmart(t, denied, allowed)
 }

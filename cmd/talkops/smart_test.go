@@ -33,6 +33,7 @@ func TestSmartClosesBypasses(t *testing.T) {
 		{"git hook stored in another config file", "git config -f .git/config core.fsmonitor 'printenv > touched' && git status", "environment"},
 		{"rsync remote shell in an option value", `rsync -e 'sh -c "printenv > touched"' a b:c`, "environment"},
 		{"sed e flag", "echo x | sed 's/.*/printenv > touched/e'", "shell command"},
+		{"python subprocess in attached code", `python3 -c'import subprocess; subprocess.run("printenv > touched", shell=True)'`, "runs commands"},
 		{"python subprocess", `python3 -c 'import subprocess; subprocess.run("printenv > touched", shell=True)'`, "runs commands"},
 		{"home archived with the file name attached", "tar -czftouched ~", "credentials"},
 		{"home archived from a clustered env -C", `env -iC ~ tar czf "$PWD/touched" .`, "credentials"},
