@@ -207,11 +207,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.MaxToolOutput == 0 {
 		opts.MaxToolOutput = DefaultMaxToolOutput
 	}
-	if opts.ModelName == "" {
-		if s, ok := opts.Model.(fmt.Stringer); ok {
-			opts.ModelName = s.String()
-		}
-	}
+	opts.ModelName = opts.modelName()
 	if policy.WorkDir == "" {
 		policy.WorkDir = opts.Sandbox.WorkDir() // where the execute tool runs commands
 	}
@@ -275,15 +271,22 @@ func (opts Options) validate() (*compiled, error) {
 			_, known = p.Price()
 		}
 		if !known {
-			name := opts.ModelName
-			if s, isStringer := opts.Model.(fmt.Stringer); name == "" && isStringer {
-				name = s.String()
-			}
 			return nil, fmt.Errorf("%w: a cost cap of $%.2f needs the price of %s, which is not known; add its price, or set agent.max_cost_usd = 0 to run without a cost cap",
-				ErrConfig, opts.MaxCostUSD, nameOr(name, "the model"))
+				ErrConfig, opts.MaxCostUSD, nameOr(opts.modelName(), "the model"))
 		}
 	}
 	return policy, nil
+}
+
+// modelName is ModelName, or what the model calls itself when that is unset.
+func (opts Options) modelName() string {
+	if opts.ModelName != "" {
+		return opts.ModelName
+	}
+	if s, ok := opts.Model.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return ""
 }
 
 func nameOr(s, def string) string {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -345,7 +346,7 @@ func gitSetting(v word, key, value, how string) (code word, ok bool, denyReason 
 // and the commands ext:: URLs run.
 func gitCarried(args []word) (codes []word, denyReason string) {
 	if sub, rest := gitSubcommand(args); sub == "config" {
-		ops := operands(rest)
+		ops := gitConfigOperands(rest)
 		if len(ops) > 0 && (ops[0].text == "set" || ops[0].text == "--add") {
 			ops = ops[1:]
 		}
@@ -365,6 +366,29 @@ func gitCarried(args []word) (codes []word, denyReason string) {
 		}
 	}
 	return codes, ""
+}
+
+// gitConfigValue are git config's options that take the next word as their value.
+var gitConfigValue = []string{"-f", "--file", "--blob", "--type", "--default", "--comment", "--value"}
+
+// gitConfigOperands returns git config's operands: its words without the options and
+// their values, so the file of git config -f FILE KEY VALUE is not taken for the key.
+func gitConfigOperands(args []word) []word {
+	var out []word
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "--":
+			return append(out, args[i+1:]...)
+		case slices.Contains(gitConfigValue, t),
+			!strings.HasPrefix(t, "--") && strings.HasPrefix(t, "-") && strings.HasSuffix(t, "f"): // -zf FILE
+			i++
+		case strings.HasPrefix(t, "-"):
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
 
 // envCarried returns the command lines NAME=value words carry (commandEnv, optionEnv).

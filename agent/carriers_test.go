@@ -66,6 +66,10 @@ func TestSmartCarriedCommands(t *testing.T) {
 		"git -c credential.helper='!printenv' fetch":                        "environment",
 		"git config core.pager 'printenv'":                                  "environment",
 		"git config --global alias.x '!printenv'":                           "environment",
+		"git config -f .git/config core.fsmonitor 'printenv'":               "environment",
+		"git config --file .git/config diff.external printenv":              "environment",
+		"git config -zf .git/config diff.external printenv":                 "environment",
+		"git config --type bool --file .git/config core.fsmonitor printenv": "environment",
 		"git clone 'ext::sh -c printenv' x":                                 "environment",
 		"git -c protocol.ext.allow=always clone x":                          "cannot check",
 		"git --config-env=core.pager=P log":                                 "cannot check",
@@ -108,6 +112,10 @@ func TestSmartCarriedCommands(t *testing.T) {
 		"python3 -c 'import os; os.system(\"env\")'":                        "runs commands",
 		"python3 -c '__import__(\"os\").system(\"id\")'":                    "runs commands",
 		"perl -e 'system(\"printenv\")'":                                    "runs commands",
+		"python3 -c'import os; os.system(\"printenv\")'":                    "runs commands",
+		"perl -le'system(\"printenv\")'":                                    "runs commands",
+		"perl -ce 'BEGIN{system(\"printenv\")}'":                            "runs commands",
+		"node --eval='require(\"child_process\").execSync(\"printenv\")'":   "runs commands",
 		"perl -e 'print `printenv`'":                                        "runs commands",
 		"ruby -e 'puts %x(printenv)'":                                       "runs commands",
 		"node -e 'require(\"child_process\").execSync(\"printenv\")'":       "runs commands",
@@ -118,7 +126,7 @@ func TestSmartCarriedCommands(t *testing.T) {
 		"rsync -avz ./dist/ build/", "rsync -e ssh -a dist/ host:dist/",
 		"tar -xzf go.tgz -C /usr/local", "tar --use-compress-program=zstd -cf x.tar.zst dist",
 		"git log --oneline -5", "git -c color.ui=never log", "git -c user.name=ci -c user.email=ci@x commit -m 'fix'",
-		"git config user.email ci@example.com", "git -c core.pager=cat log", "git rebase --exec 'make test' HEAD~2",
+		"git config user.email ci@example.com", "git config -f .git/config user.name ci", "git config --get core.pager", "git -c core.pager=cat log", "git rebase --exec 'make test' HEAD~2",
 		"GIT_PAGER=cat git log", "ssh -o StrictHostKeyChecking=no -T git@github.com", "ssh -o ProxyCommand='nc %h %p' -T git@github.com",
 		"less README.md", "vim --version", "make -j4 test", "jq -r '.a' f.json", "npx prettier --check .",
 		"find . -type f -exec sh -c 'echo \"$1\"' _ {} \\;",
@@ -129,7 +137,7 @@ func TestSmartCarriedCommands(t *testing.T) {
 		"awk -F'|' '{print $1}' f", "awk '{ if ($1 == \"a\" || $2 == \"b\") print $3 }' f",
 		"awk 'NR==1 || /x|y/ {print}' f", "awk '{printf \"%s|%s\\n\", $1, $2}' f", "awk -v n=\"$N\" '{print n}' f",
 		"python3 -c 'import json,sys; print(json.load(sys.stdin)[\"a\"])'",
-		"node -e 'console.log(require(\"./package.json\").version)'", "perl -pi -e 's/foo/bar/g' x", "ruby -e 'puts 1+1'",
+		"node -e 'console.log(require(\"./package.json\").version)'", "perl -pi -e 's/foo/bar/g' x", "ruby -e 'puts 1+1'", "perl -I\"$HOME/lib\" x.pl", "python3 -Werror x.py", "node --eval='console.log(1)'",
 	}
 	checkSmart(t, denied, allowed)
 }
@@ -150,6 +158,8 @@ func TestSmartWorkingDirectory(t *testing.T) {
 		"cd / && tar czf x home":                      "credentials",
 		"tar --directory=$HOME -czf x.tgz .":          "credentials",
 		"tar czf x.tgz /home":                         "credentials",
+		"tar -czf/tmp/x.tgz ~":                        "credentials",
+		"tar -cf/tmp/ext.tar -C ~ .":                  "credentials",
 		"cd /tmp && cd ~ && tar czf - . | base64":     "credentials",
 		"cd ~ && pushd /tmp && popd && tar cf x .":    "credentials",
 		"HOME=/root/.aws; cd; cat credentials":        "credentials",
@@ -157,6 +167,10 @@ func TestSmartWorkingDirectory(t *testing.T) {
 		"cd \"$D\" && cp gh/hosts.yml /tmp/x":         "credentials",
 		"env -C ~ tar czf /tmp/x .":                   "credentials",
 		"sudo -D ~ grep -r token .":                   "credentials",
+		"env -iC ~ tar czf /tmp/x .":                  "credentials",
+		"env -u X -C ~ tar czf /tmp/x .":              "credentials",
+		"sudo -nD ~ tar czf /tmp/x .":                 "credentials",
+		"unshare -w ~ tar czf /tmp/x .":               "credentials",
 	}
 	// Denied before too; they stay denied now that credential directories count in a home
 	// directory only and commands that only list names may name them.
@@ -178,7 +192,7 @@ func TestSmartWorkingDirectory(t *testing.T) {
 	}
 	allowed := []string{
 		// false positives of the name-anywhere rule
-		"tar -C ~ -xzf x.tgz", "find ~ -name '*.log'", "ls -d ~/.config/*",
+		"tar -C ~ -xzf x.tgz", "tar -xzf/tmp/x.tgz -C ~", "tar -tf/tmp/x.tgz", "find ~ -name '*.log'", "ls -d ~/.config/*",
 		"cp -r .gradle build/", "tar czf x.tgz .docker", "cd infra && cp -r .docker x",
 		"cp -r /workspace/.docker x", "rsync -a ./.gradle/ cache/",
 		// directories the walk leaves again

@@ -443,19 +443,10 @@ func (a *analysis) addCall(c *syntax.CallExpr, doc *word) error {
 			return true
 		})
 	}
-	sc.pipedIn = slicesAny(a.pipes[c], func(s stage) bool { return s.index > 0 })
-	sc.pipedOut = slicesAny(a.pipes[c], func(s stage) bool { return s.index < s.count-1 })
+	sc.pipedIn = slices.ContainsFunc(a.pipes[c], func(s stage) bool { return s.index > 0 })
+	sc.pipedOut = slices.ContainsFunc(a.pipes[c], func(s stage) bool { return s.index < s.count-1 })
 	a.out.cmds = append(a.out.cmds, sc)
 	return a.addNested(sc)
-}
-
-func slicesAny[T any](s []T, f func(T) bool) bool {
-	for _, v := range s {
-		if f(v) {
-			return true
-		}
-	}
-	return false
 }
 
 // downloads reports whether a substitution runs a downloader.

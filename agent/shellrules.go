@@ -224,8 +224,6 @@ func jqEnvironment(name string, args []word) Decision {
 			i += 2
 		case t == "--indent" || t == "-L" || t == "--library-path":
 			i++
-		case t == "--args" || t == "--jsonargs":
-			return allow() // positional values follow, not code
 		case strings.HasPrefix(t, "-"):
 		default:
 			// The first operand is the program; the rest are files.
@@ -304,6 +302,10 @@ func tarCredentials(name string, args []word) Decision {
 	return allow()
 }
 
+// tarValueLetters are tar's short options that take a value; in a dash cluster the rest
+// of the cluster is that value (-cf/tmp/x.tar names the file /tmp/x.tar).
+const tarValueLetters = "bCfFgHIKLNTVX"
+
 // tarExtracts reports whether tar extracts or lists (-x, -t, xzf, --extract, --list).
 func tarExtracts(args []word) bool {
 	for i, a := range args {
@@ -312,10 +314,16 @@ func tarExtracts(args []word) bool {
 		case t == "--extract" || t == "--get" || t == "--list":
 			return true
 		case strings.HasPrefix(t, "--"):
-		case strings.HasPrefix(t, "-") || i == 0:
-			if strings.ContainsAny(strings.TrimPrefix(t, "-"), "xt") {
+		case strings.HasPrefix(t, "-"):
+			letters := t[1:]
+			if k := strings.IndexAny(letters, tarValueLetters); k >= 0 {
+				letters = letters[:k]
+			}
+			if strings.ContainsAny(letters, "xt") {
 				return true
 			}
+		case i == 0 && strings.ContainsAny(t, "xt"): // old style: xzf takes its values from the next words
+			return true
 		}
 	}
 	return false
@@ -493,23 +501,46 @@ func language(name string) string {
 }
 
 // inlineCode returns the code an interpreter's arguments carry: the argument after every
-// code option, clusters included (perl -le, python3 -Ic). An option's value is not
-// skipped, so one flag cannot hide the next (python3 -E -c …).
+// code option, clusters included (perl -le, python3 -Ic), or the code attached to it
+// (python3 -c'…', perl -le'…', node --eval=…). An option's value is not skipped, so one
+// flag cannot hide the next (python3 -E -c …).
 func inlineCode(name string, args []word) (word, bool) {
 	if isShell(name) {
 		return dashC(args)
 	}
-	letters := "ceEr"
+	letters, longs := "ceEr", []string{"--eval"}
 	if strings.HasPrefix(name, "node") || name == "bun" {
-		letters += "p" // node -p/--print evaluates and prints
+		letters, longs = letters+"p", append(longs, "--print") // node -p/--print evaluates and prints
 	}
 	var code []word
-	for i, a := range args[:max(len(args)-1, 0)] {
+	for i, a := range args {
 		t := a.text
-		long := t == "--eval" || (strings.Contains(letters, "p") && t == "--print")
-		cluster := len(t) >= 2 && t[0] == '-' && t[1] != '-' && strings.Trim(t[1:], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" &&
-			strings.ContainsRune(letters, rune(t[len(t)-1]))
-		if long || cluster {
+		takesNext := false
+		switch {
+		case strings.HasPrefix(t, "--"):
+			long, value, hasValue := strings.Cut(t, "=")
+			if !slices.Contains(longs, long) {
+				continue
+			}
+			if hasValue {
+				code = append(code, newWordFrom(a, value))
+			}
+			takesNext = !hasValue
+		case len(t) >= 2 && t[0] == '-':
+			flags := optionLetters(t[1:])
+			k := strings.IndexAny(flags, letters)
+			if k < 0 {
+				continue
+			}
+			// The rest of the cluster may be the code (python3 -c'…'); a cluster of flags
+			// ending in a code option takes the next word (perl -ce CODE). Both are read
+			// when both could be.
+			if rest := t[2+k:]; rest != "" {
+				code = append(code, newWordFrom(a, rest))
+			}
+			takesNext = len(flags) == len(t)-1 && strings.ContainsRune(letters, rune(t[len(t)-1]))
+		}
+		if takesNext && i+1 < len(args) {
 			code = append(code, args[i+1])
 		}
 	}
@@ -517,6 +548,16 @@ func inlineCode(name string, args []word) (word, bool) {
 		return word{}, false
 	}
 	return joinFields(code), true
+}
+
+// optionLetters is the part of a short option cluster that can hold flags: its leading
+// letters (perl -I$HOME/lib has only I).
+func optionLetters(cluster string) string {
+	end := strings.IndexFunc(cluster, func(c rune) bool { return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') })
+	if end < 0 {
+		return cluster
+	}
+	return cluster[:end]
 }
 
 // awkCode denies awk programs that read ENVIRON, awk's copy of the environment, that run

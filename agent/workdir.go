@@ -78,27 +78,49 @@ func placeCommands(cmds []*simpleCmd, start string) {
 	}
 }
 
-// chdirOptions are the wrappers' options that set their command's working directory.
-var chdirOptions = map[string][]string{
-	"env": {"-C", "--chdir"}, "sudo": {"-D", "--chdir"}, "nsenter": {"-w", "--wd"}, "unshare": {"--wd"},
+// chdirOptions are the wrappers' options that set their command's working directory
+// (env -C DIR, env --chdir=DIR).
+var chdirOptions = map[string]struct {
+	short byte
+	long  string
+}{
+	"env": {'C', "chdir"}, "sudo": {'D', "chdir"}, "nsenter": {'w', "wd"}, "unshare": {'w', "wd"},
 }
 
-// chdirValue returns the directory a wrapper's chdir option names.
+// chdirValue returns the directory a wrapper's chdir option names. The options are read
+// as the wrapper reads them, so the chdir option may sit in a cluster (env -iC DIR) or
+// after another option's value (env -u NAME -C DIR).
 func chdirValue(name string, args []word) (word, bool) {
-	opts := chdirOptions[name]
-	for i := 0; i < len(opts) && len(args) > 0; i++ {
-		for k, a := range args {
-			if !strings.HasPrefix(a.text, "-") || a.text == "--" {
-				break
-			}
+	opt, ok := chdirOptions[name]
+	if !ok {
+		return word{}, false
+	}
+	wr := wrappers[name]
+	for i := 0; i < len(args) && strings.HasPrefix(args[i].text, "-") && args[i].text != "--"; i++ {
+		t := args[i].text
+		if long, value, hasValue := strings.Cut(strings.TrimPrefix(t, "--"), "="); strings.HasPrefix(t, "--") {
 			switch {
-			case a.text == opts[i] && k+1 < len(args):
-				return args[k+1], true
-			case strings.HasPrefix(a.text, opts[i]+"=") && strings.HasPrefix(opts[i], "--"):
-				return newWordFrom(a, strings.TrimPrefix(a.text, opts[i]+"=")), true
-			case strings.HasPrefix(a.text, opts[i]) && !strings.HasPrefix(opts[i], "--") && len(a.text) > len(opts[i]):
-				return newWordFrom(a, strings.TrimPrefix(a.text, opts[i])), true
+			case long == opt.long && hasValue:
+				return newWordFrom(args[i], value), true
+			case long == opt.long && i+1 < len(args):
+				return args[i+1], true
+			case !hasValue && slices.Contains(wr.longValue, long):
+				i++
 			}
+			continue
+		}
+		k := strings.IndexFunc(t[1:], func(c rune) bool { return c == rune(opt.short) || strings.ContainsRune(wr.valueOpts, c) })
+		if k < 0 {
+			continue
+		}
+		c, attached := t[1+k], t[2+k:]
+		switch {
+		case c == opt.short && attached != "":
+			return newWordFrom(args[i], attached), true
+		case c == opt.short && i+1 < len(args):
+			return args[i+1], true
+		case attached == "":
+			i++ // another option's value is the next word
 		}
 	}
 	return word{}, false

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/talkops/talkops/agent/model"
@@ -656,8 +657,9 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (Result, erro
 
 // --- grep ------------------------------------------------------------------------------
 
-// matchPrefix ends the file name of a grep -nH line: FILE:LINE:TEXT.
-var matchPrefix = regexp.MustCompile(`:[0-9]+:`)
+// matchPrefix ends the file name of a grep -nH line: FILE:LINE:TEXT. Compiled on the
+// first grep with Withheld set, not at every start of the binary.
+var matchPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`:[0-9]+:`) })
 
 type grepTool struct{ env *Env }
 
@@ -787,7 +789,7 @@ func (t *grepTool) withheld(line, root string, filesOnly bool) bool {
 	if filesOnly {
 		return t.env.Withheld(path.Join(root, line))
 	}
-	for _, m := range matchPrefix.FindAllStringIndex(line, -1) {
+	for _, m := range matchPrefix().FindAllStringIndex(line, -1) {
 		if t.env.Withheld(path.Join(root, line[:m[0]])) {
 			return true
 		}

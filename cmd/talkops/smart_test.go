@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,26 +23,26 @@ func TestSmartClosesBypasses(t *testing.T) {
 	}{
 		{"ps with the BSD e flag", "ps axe > touched", "environment"},
 		{"jq reading env", "jq -n env > touched", "environment"},
+		{"jq reading env before its positional arguments", "jq -n --args env > touched", "environment"},
 		{"flock running a shell string", "flock lockfile -c 'printenv > touched'", "environment"},
 		{"su running a shell string", "su -c 'printenv > touched'", "environment"},
 		{"parallel hiding its command", "parallel ::: 'printenv > touched'", "cannot find reliably"},
 		{"ssh hiding its command", "ssh localhost 'printenv' > touched", "cannot find reliably"},
 		{"copied credential directory", "cp -r ~/.aws x && cat x/credentials > touched", "credentials"},
 		{"git pager in an option value", "git -c core.pager='printenv > touched' log", "environment"},
+		{"git hook stored in another config file", "git config -f .git/config core.fsmonitor 'printenv > touched' && git status", "environment"},
 		{"rsync remote shell in an option value", `rsync -e 'sh -c "printenv > touched"' a b:c`, "environment"},
 		{"sed e flag", "echo x | sed 's/.*/printenv > touched/e'", "shell command"},
+		{"python subprocess in attached code", `python3 -c'import subprocess; subprocess.run("printenv > touched", shell=True)'`, "runs commands"},
 		{"python subprocess", `python3 -c 'import subprocess; subprocess.run("printenv > touched", shell=True)'`, "runs commands"},
+		{"home archived with the file name attached", "tar -czftouched ~", "credentials"},
+		{"home archived from a clustered env -C", `env -iC ~ tar czf "$PWD/touched" .`, "credentials"},
 		{"home archived through cd", `cd ~ && tar czf "$OLDPWD/touched" .`, "credentials"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
-				{ToolCalls: []modeltest.ToolCall{toolCall("execute", jsonCommand(t, tc.command))}},
-				{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"touch ran"}`)}},
-				{Text: "Denied, stopping."},
-			}})
-			t.Cleanup(srv.Close)
+			srv := deniedThenPlainModel(t, tc.command)
 			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey})
 			writeFile(t, filepath.Join(env["HOME"], ".aws", "credentials"), "aws_secret_access_key = "+awsCanary+"\n")
 			dir := project(t, nil)
@@ -86,18 +85,13 @@ func TestSmartInHomeWorkDir(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
-				{ToolCalls: []modeltest.ToolCall{toolCall("execute", jsonCommand(t, tc.command))}},
-				{ToolCalls: []modeltest.ToolCall{toolCall("execute", `{"command":"touch ran"}`)}},
-				{Text: "Denied, stopping."},
-			}})
-			t.Cleanup(srv.Close)
+			srv := deniedThenPlainModel(t, tc.command)
 			env := testEnv(t, map[string]string{"ANTHROPIC_API_KEY": canaryKey})
 			home := env["HOME"]
 			writeFile(t, filepath.Join(home, ".docker", "config.json"), `{"auths":{"r":{"auth":"`+canary+`"}}}`)
 			writeFile(t, filepath.Join(home, ".ssh", "id_ed25519"), canary+"\n")
 			writeFile(t, filepath.Join(home, ".aws", "credentials"), "aws_secret_access_key = "+canary+"\n")
-			writeFile(t, filepath.Join(home, ".talkops", "config.toml"), fmt.Sprintf("[sandboxes.providers.local]\nworking_dir = %q\n", home))
+			writeUserConfig(t, env, fmt.Sprintf("[sandboxes.providers.local]\nworking_dir = %q\n", home))
 			dir := project(t, nil)
 			cmd, out := startTalkops(t, dir, env, "-p", "do the task", "--smart", "--sandbox", "local", "--model", "anthropic:claude-test", "--base-url", srv.URL)
 			if code := waitExit(t, cmd, 60*time.Second); code != 0 {
@@ -165,13 +159,17 @@ func TestSmartGrepWithholdsDotenv(t *testing.T) {
 	}
 }
 
-func jsonCommand(t *testing.T, command string) string {
+// deniedThenPlainModel is a model that runs command, which --smart must deny, then the
+// plain "touch ran", then ends.
+func deniedThenPlainModel(t *testing.T, command string) *modeltest.Server {
 	t.Helper()
-	b, err := json.Marshal(map[string]string{"command": command})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	srv := modeltest.NewServer(modeltest.Script{Steps: []modeltest.Step{
+		{ToolCalls: []modeltest.ToolCall{execute(command)}},
+		{ToolCalls: []modeltest.ToolCall{execute("touch ran")}},
+		{Text: "Denied, stopping."},
+	}})
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func writeFile(t *testing.T, p, content string) {
